@@ -1,0 +1,251 @@
+//! The hot loop of one worker: ask the schedule, call the operation, record. Nothing here
+//! locks, formats or allocates per operation; progress goes out as an occasional snapshot.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::pacing::{Pace, Schedule, Tick};
+use crate::progress::{ProgressTx, Snapshot};
+use crate::recorder::Recorder;
+
+/// Why an operation did not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    /// This operation failed; the connection still works and the worker carries on.
+    #[error("{0}")]
+    Failed(String),
+    /// The connection is gone; the worker stops and the window records the error.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// One worker's operation, driven from an async runtime. `seq` counts from 0 in each window.
+pub trait Operation: Send {
+    fn call(&mut self, seq: u64) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// One worker's operation for a synchronous client, driven from its own thread.
+pub trait BlockingOperation: Send {
+    fn call(&mut self, seq: u64) -> Result<(), OpError>;
+}
+
+/// What a worker needs to know about its window.
+#[derive(Clone, Debug)]
+pub struct WorkerCtx {
+    pub worker: usize,
+    pub start: Instant,
+    pub duration: Duration,
+    pub pace: Pace,
+    /// Set on Ctrl-C: the worker finishes its current operation and stops.
+    pub interrupt: Arc<AtomicBool>,
+    pub progress: Option<ProgressTx>,
+}
+
+/// How often a worker sends a snapshot to the progress display.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+
+/// The bookkeeping shared by the async and the blocking loop.
+struct Loop {
+    schedule: Schedule,
+    recorder: Recorder,
+    next_snapshot: Instant,
+}
+
+impl Loop {
+    fn new(ctx: &WorkerCtx) -> Loop {
+        Loop {
+            schedule: Schedule::new(ctx.start, ctx.duration, ctx.pace),
+            recorder: Recorder::new(ctx.pace.is_open()),
+            next_snapshot: ctx.start + SNAPSHOT_EVERY,
+        }
+    }
+
+    /// Records one finished operation; returns false when the worker must stop.
+    #[inline]
+    fn finish(
+        &mut self,
+        ctx: &WorkerCtx,
+        intended: Instant,
+        started: Instant,
+        result: Result<(), OpError>,
+    ) -> bool {
+        let ended = Instant::now();
+        match result {
+            Ok(()) => self
+                .recorder
+                .record_ok(ended - intended, ended - started),
+            Err(OpError::Failed(message)) => self.recorder.record_error(&message),
+            Err(OpError::Fatal(message)) => {
+                self.recorder.record_error(&message);
+                self.recorder.fatal = Some(message);
+                return false;
+            }
+        }
+        if ctx.pace.is_open() {
+            let missed = self.schedule.missed(intended, started);
+            self.recorder
+                .record_lag(started.saturating_duration_since(intended), missed);
+        }
+        if ended >= self.next_snapshot {
+            self.next_snapshot = ended + SNAPSHOT_EVERY;
+            if let Some(tx) = &ctx.progress {
+                // A full channel only means the display is behind; never wait for it.
+                let _ = tx.try_send(Snapshot::of(ctx.worker, &self.recorder));
+            }
+        }
+        true
+    }
+
+    fn interrupted(ctx: &WorkerCtx) -> bool {
+        ctx.interrupt.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs one worker's window on an async runtime and returns what it measured.
+pub async fn drive<O: Operation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
+    tokio::time::sleep_until(ctx.start.into()).await;
+    let mut run = Loop::new(ctx);
+    loop {
+        let started = Instant::now();
+        let intended = match run.schedule.tick(started) {
+            Tick::Stop => break,
+            Tick::WaitUntil(due) => {
+                tokio::time::sleep_until(due.into()).await;
+                continue;
+            }
+            Tick::Go { intended } => intended,
+        };
+        if Loop::interrupted(ctx) {
+            break;
+        }
+        let seq = run.schedule.issued() - 1;
+        let result = op.call(seq).await;
+        if !run.finish(ctx, intended, started, result) {
+            break;
+        }
+    }
+    run.recorder
+}
+
+/// Runs one worker's window on the calling thread and returns what it measured.
+pub fn drive_blocking<O: BlockingOperation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
+    sleep_until(ctx.start);
+    let mut run = Loop::new(ctx);
+    loop {
+        let started = Instant::now();
+        let intended = match run.schedule.tick(started) {
+            Tick::Stop => break,
+            Tick::WaitUntil(due) => {
+                sleep_until(due);
+                continue;
+            }
+            Tick::Go { intended } => intended,
+        };
+        if Loop::interrupted(ctx) {
+            break;
+        }
+        let seq = run.schedule.issued() - 1;
+        let result = op.call(seq);
+        if !run.finish(ctx, intended, started, result) {
+            break;
+        }
+    }
+    run.recorder
+}
+
+fn sleep_until(due: Instant) {
+    let now = Instant::now();
+    if due > now {
+        std::thread::sleep(due - now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counter {
+        calls: u64,
+        fail_at: Option<u64>,
+    }
+
+    impl BlockingOperation for Counter {
+        fn call(&mut self, seq: u64) -> Result<(), OpError> {
+            self.calls += 1;
+            match self.fail_at {
+                Some(n) if seq == n => Err(OpError::Fatal("connection closed".into())),
+                Some(_) if seq % 2 == 1 => Err(OpError::Failed("odd".into())),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl Operation for Counter {
+        async fn call(&mut self, seq: u64) -> Result<(), OpError> {
+            BlockingOperation::call(self, seq)
+        }
+    }
+
+    fn ctx(pace: Pace, duration: Duration) -> WorkerCtx {
+        WorkerCtx {
+            worker: 0,
+            start: Instant::now(),
+            duration,
+            pace,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            progress: None,
+        }
+    }
+
+    #[test]
+    fn open_loop_holds_its_rate() {
+        let mut op = Counter {
+            calls: 0,
+            fail_at: None,
+        };
+        let pace = Pace::for_worker(Some(1_000.0), 1, 0);
+        let recorder = drive_blocking(&mut op, &ctx(pace, Duration::from_millis(200)));
+        // 200 ticks are due in 200 ms at 1,000/s; each operation is instant.
+        assert_eq!(recorder.counts.ok, 200);
+        assert!(recorder.lag.is_some() && recorder.service.is_some());
+    }
+
+    #[test]
+    fn a_fatal_error_stops_the_worker_and_failures_are_counted() {
+        let mut op = Counter {
+            calls: 0,
+            fail_at: Some(6),
+        };
+        let recorder = drive_blocking(&mut op, &ctx(Pace::Closed, Duration::from_secs(5)));
+        assert_eq!(op.calls, 7);
+        assert_eq!(recorder.counts.ok, 3);
+        assert_eq!(recorder.counts.error, 4);
+        assert_eq!(recorder.first_error.as_deref(), Some("odd"));
+        assert_eq!(recorder.fatal.as_deref(), Some("connection closed"));
+    }
+
+    #[test]
+    fn an_interrupt_stops_the_loop() {
+        let mut op = Counter {
+            calls: 0,
+            fail_at: None,
+        };
+        let ctx = ctx(Pace::Closed, Duration::from_secs(60));
+        ctx.interrupt.store(true, Ordering::Relaxed);
+        let recorder = drive_blocking(&mut op, &ctx);
+        assert_eq!(recorder.counts.ok, 0);
+    }
+
+    #[tokio::test]
+    async fn the_async_loop_measures_like_the_blocking_one() {
+        let mut op = Counter {
+            calls: 0,
+            fail_at: None,
+        };
+        let pace = Pace::for_worker(Some(500.0), 1, 0);
+        let recorder = drive(&mut op, &ctx(pace, Duration::from_millis(100))).await;
+        assert_eq!(recorder.counts.ok, 50);
+    }
+}

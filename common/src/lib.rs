@@ -1,0 +1,26 @@
+//! What every fairbench tool shares: the common options, pacing, recording, the run protocol,
+//! the result model, reports, the environment and seeded data.
+
+pub mod clock;
+pub mod cputime;
+pub mod data;
+pub mod driver;
+pub mod environment;
+pub mod human;
+pub mod interrupt;
+pub mod options;
+pub mod pacing;
+pub mod progress;
+pub mod protocol;
+pub mod recorder;
+pub mod redact;
+pub mod report;
+pub mod results;
+pub mod window;
+pub mod writer;
+
+/// The commit the tools were built from, when built inside a git checkout.
+pub fn git_commit() -> Option<String> {
+    let commit = env!("FAIRBENCH_GIT_COMMIT");
+    (!commit.is_empty()).then(|| commit.to_owned())
+}

@@ -1,0 +1,219 @@
+//! The flags every fairbench tool shares, with the same names and meanings everywhere.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use crate::human;
+use crate::redact::redact_url;
+
+/// Flattened into every tool's options (`#[command(flatten)]`), and stored in every report.
+#[derive(clap::Args, Serialize, Debug, Clone)]
+pub struct CommonOpts {
+    /// A system to measure, as `[NAME=]URL`; repeat to compare systems in one round.
+    /// Without any, the tool measures its embedded default.
+    #[arg(long = "target", value_name = "[NAME=]URL", value_parser = TargetSpec::parse)]
+    pub targets: Vec<TargetSpec>,
+
+    /// The system others are compared against (default: the first target).
+    #[arg(long, value_name = "NAME")]
+    pub reference: Option<String>,
+
+    /// Length of one measured window.
+    #[arg(long, default_value = "10s", value_parser = human::parse_duration)]
+    #[serde(rename = "duration_s", serialize_with = "seconds")]
+    pub duration: Duration,
+
+    /// Warm-up windows per workload and system, measured and discarded.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+
+    /// Measured windows per workload and system, interleaved across systems.
+    #[arg(long, default_value = "5", value_parser = positive_u32)]
+    pub rounds: u32,
+
+    /// Concurrent connections (workers) for the concurrent workloads.
+    #[arg(long, default_value = "16", value_parser = positive_u32)]
+    pub connections: u32,
+
+    /// Open-loop target rate in operations per second across all connections (`5k`);
+    /// without it every connection runs closed-loop, as fast as the system answers.
+    #[arg(long, value_name = "OPS_PER_S", value_parser = human::parse_rate)]
+    #[serde(rename = "rate_per_s")]
+    pub rate: Option<f64>,
+
+    /// Seed of every generator; the same seed gives byte-identical data.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Results folder (default: results/<tool>-<suite>-<UTC timestamp>/).
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Longest a window may overrun its duration before it is recorded as `timeout`.
+    #[arg(long, default_value = "120s", value_parser = human::parse_duration)]
+    #[serde(rename = "ceiling_s", serialize_with = "seconds")]
+    pub ceiling: Duration,
+
+    /// Wait (at most 10 minutes) for the 1-minute load average to fall to this before measuring.
+    #[arg(long, value_name = "LOADAVG")]
+    pub load_gate: Option<f64>,
+
+    /// No progress line; the result table and the results path still print.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl CommonOpts {
+    /// Checks what clap cannot: values that only make sense together.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut names = std::collections::BTreeSet::new();
+        for spec in &self.targets {
+            if let Some(name) = &spec.name
+                && !names.insert(name.clone())
+            {
+                return Err(format!("two targets are named `{name}`; give each a distinct NAME="));
+            }
+        }
+        if let Some(gate) = self.load_gate
+            && !(gate.is_finite() && gate > 0.0)
+        {
+            return Err(format!("--load-gate {gate} must be a positive load average"));
+        }
+        Ok(())
+    }
+}
+
+fn positive_u32(text: &str) -> Result<u32, String> {
+    let value = human::parse_count(text)?;
+    u32::try_from(value).map_err(|_| format!("`{text}` is too large"))
+}
+
+fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// One `--target [NAME=]URL`. Serializes with any password redacted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSpec {
+    pub name: Option<String>,
+    pub url: String,
+}
+
+impl TargetSpec {
+    /// Parses `NAME=URL` or a bare `URL`. A name is letters, digits, `-`, `_` and `.`.
+    pub fn parse(text: &str) -> Result<TargetSpec, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("a target needs a URL, like postgres://user@127.0.0.1:5432/db".into());
+        }
+        let scheme_at = text.find("://").unwrap_or(text.len());
+        let (name, url) = match text[..scheme_at].split_once('=') {
+            Some((name, _)) => (Some(name), &text[name.len() + 1..]),
+            None => (None, text),
+        };
+        if let Some(name) = name
+            && (name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        {
+            return Err(format!(
+                "`{name}` is not a usable target name (letters, digits, - _ . only)"
+            ));
+        }
+        if url.is_empty() {
+            return Err(format!("target `{text}` has a name but no URL"));
+        }
+        Ok(TargetSpec {
+            name: name.map(str::to_owned),
+            url: url.to_owned(),
+        })
+    }
+
+    /// The URL with any password replaced, safe to print and store.
+    pub fn url_redacted(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// The URL's scheme (`postgres`, `mysql`, …), or the whole text when it has none (`sqlite`).
+    pub fn scheme(&self) -> &str {
+        match self.url.split_once(':') {
+            Some((scheme, _)) => scheme,
+            None => &self.url,
+        }
+    }
+}
+
+impl Serialize for TargetSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = match &self.name {
+            Some(name) => format!("{name}={}", self.url_redacted()),
+            None => self.url_redacted(),
+        };
+        serializer.serialize_str(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonOpts,
+    }
+
+    #[test]
+    fn target_specs_take_an_optional_name() {
+        let named = TargetSpec::parse("pg=postgres://u:p@127.0.0.1/db?x=1").unwrap();
+        assert_eq!(named.name.as_deref(), Some("pg"));
+        assert_eq!(named.url, "postgres://u:p@127.0.0.1/db?x=1");
+        assert_eq!(named.scheme(), "postgres");
+        let bare = TargetSpec::parse("mysql://u@127.0.0.1/db").unwrap();
+        assert_eq!(bare.name, None);
+        assert_eq!(TargetSpec::parse("sqlite").unwrap().scheme(), "sqlite");
+        assert!(TargetSpec::parse("").is_err());
+        assert!(TargetSpec::parse("bad name=sqlite").is_err());
+        assert!(TargetSpec::parse("pg=").is_err());
+    }
+
+    #[test]
+    fn targets_serialize_without_passwords() {
+        let spec = TargetSpec::parse("pg=postgres://bench:s3cret@127.0.0.1:5432/db").unwrap();
+        let json = serde_json::to_string(&spec).unwrap();
+        assert!(!json.contains("s3cret"), "{json}");
+        assert!(json.contains("pg=postgres://bench:***@127.0.0.1:5432/db"), "{json}");
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let cli = Cli::parse_from(["t"]);
+        let c = cli.common;
+        assert_eq!(c.duration, Duration::from_secs(10));
+        assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 5, 16, 42));
+        assert_eq!(c.ceiling, Duration::from_secs(120));
+        assert!(c.rate.is_none() && c.targets.is_empty() && !c.quiet);
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["duration_s"], 10.0);
+        assert_eq!(json["ceiling_s"], 120.0);
+    }
+
+    #[test]
+    fn nonsense_values_are_refused_by_the_parser() {
+        for args in [
+            vec!["t", "--connections", "0"],
+            vec!["t", "--rounds", "0"],
+            vec!["t", "--duration", "0s"],
+            vec!["t", "--rate", "-5"],
+            vec!["t", "--connections", "-1"],
+        ] {
+            assert!(Cli::try_parse_from(&args).is_err(), "{args:?} was accepted");
+        }
+        let twice = Cli::parse_from(["t", "--target", "a=sqlite", "--target", "a=sqlite"]);
+        assert!(twice.common.validate().unwrap_err().contains("two targets"));
+    }
+}

@@ -1,0 +1,333 @@
+//! The run protocol every tool follows: warm-up windows discarded, measured rounds interleaved
+//! across systems in alternating order (ABBA…), and each window folded into its cell with the
+//! status it earned.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::human::{format_duration, format_rate};
+use crate::recorder::{encode_histogram, percentiles};
+use crate::results::{Cell, Counts, Status, Throughput};
+use crate::window::WindowOutcome;
+
+/// One pass over every system for one workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Round {
+    /// 0-based over warm-up and measured rounds together.
+    pub index: u32,
+    /// 1-based number of the measured round; `None` for a warm-up.
+    pub measured: Option<u32>,
+}
+
+impl Round {
+    pub fn is_warmup(&self) -> bool {
+        self.measured.is_none()
+    }
+
+    /// `warm-up 1/1` or `round 3/5`, for progress lines.
+    pub fn label(&self, warmup: u32, rounds: u32) -> String {
+        match self.measured {
+            None => format!("warm-up {}/{warmup}", self.index + 1),
+            Some(n) => format!("round {n}/{rounds}"),
+        }
+    }
+}
+
+/// The rounds of one workload: `warmup` discarded ones, then `rounds` measured ones.
+pub fn rounds(warmup: u32, rounds: u32) -> impl Iterator<Item = Round> {
+    (0..warmup + rounds).map(move |index| Round {
+        index,
+        measured: (index >= warmup).then(|| index - warmup + 1),
+    })
+}
+
+/// The order systems are measured in during round `index`: forward on even rounds, reversed on
+/// odd ones, so no system is always first after the others (A B, B A, A B, …).
+pub fn round_order(systems: usize, index: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..systems).collect();
+    if index % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// How bad a status is, for keeping the worst one a cell earned.
+fn severity(status: Status) -> u8 {
+    match status {
+        Status::Ok => 0,
+        Status::ClientLimited => 1,
+        Status::Error => 2,
+        Status::Timeout => 3,
+        Status::Invalid => 4,
+        Status::Refused => 5,
+    }
+}
+
+/// Accumulates the windows of one workload × system into its cell.
+#[derive(Debug, Clone)]
+pub struct CellBuilder {
+    cell: Cell,
+    throughputs: Vec<f64>,
+    latency: Option<Histogram<u64>>,
+    service: Option<Histogram<u64>>,
+    lag: Option<Histogram<u64>>,
+    missed_ticks: u64,
+    started_ops: u64,
+    measured_ns: u128,
+    cpu_ns: u64,
+    status: Status,
+    reason: Option<String>,
+    ceiling: Duration,
+}
+
+impl CellBuilder {
+    pub fn new(cell: Cell, ceiling: Duration) -> CellBuilder {
+        CellBuilder {
+            cell,
+            throughputs: Vec::new(),
+            latency: None,
+            service: None,
+            lag: None,
+            missed_ticks: 0,
+            started_ops: 0,
+            measured_ns: 0,
+            cpu_ns: 0,
+            status: Status::Ok,
+            reason: None,
+            ceiling,
+        }
+    }
+
+    pub fn workload(&self) -> &str {
+        &self.cell.workload
+    }
+
+    pub fn system(&self) -> &str {
+        &self.cell.system
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// Whether the cell can still be measured (nothing has ruled it out).
+    pub fn is_live(&self) -> bool {
+        matches!(self.status, Status::Ok | Status::ClientLimited)
+    }
+
+    /// Keeps the worse of the current status and `status`; on a tie the first reason stays.
+    pub fn mark(&mut self, status: Status, reason: impl Into<String>) {
+        if severity(status) > severity(self.status) {
+            self.status = status;
+            self.reason = Some(reason.into());
+        }
+    }
+
+    pub fn add_label(&mut self, label: &str) {
+        if !self.cell.labels.iter().any(|l| l == label) {
+            self.cell.labels.push(label.to_owned());
+        }
+    }
+
+    /// Folds one window in. A warm-up window only contributes its failures.
+    pub fn add(&mut self, round: Round, outcome: &WindowOutcome) {
+        let label = match round.measured {
+            None => format!("warm-up {}", round.index + 1),
+            Some(n) => format!("round {n}"),
+        };
+        let rec = &outcome.recorder;
+        if outcome.stuck_workers > 0 {
+            self.mark(
+                Status::Timeout,
+                format!(
+                    "{label}: {} of {} workers still busy {} after the window closed",
+                    outcome.stuck_workers,
+                    outcome.workers,
+                    format_duration(self.ceiling)
+                ),
+            );
+        } else if let Some(fatal) = &rec.fatal {
+            self.mark(Status::Error, format!("{label}: {fatal}"));
+        } else if rec.counts.error > 0 {
+            self.mark(
+                Status::Error,
+                format!(
+                    "{label}: {} operations failed; first: {}",
+                    rec.counts.error,
+                    rec.first_error.as_deref().unwrap_or("unknown error")
+                ),
+            );
+        }
+        if round.is_warmup() {
+            return;
+        }
+        if let Some(target) = outcome.target_rate {
+            let achieved = outcome.achieved_rate();
+            if achieved < 0.95 * target {
+                self.mark(
+                    Status::ClientLimited,
+                    format!(
+                        "{label}: started {} ops/s of the {} ops/s target (more than 5% short)",
+                        format_rate(achieved),
+                        format_rate(target)
+                    ),
+                );
+            }
+        }
+        self.throughputs.push(outcome.throughput());
+        pool(&mut self.latency, Some(&rec.latency));
+        pool(&mut self.service, rec.service.as_ref());
+        pool(&mut self.lag, rec.lag.as_ref());
+        self.missed_ticks += rec.missed_ticks;
+        let counts = &mut self.cell.counts;
+        counts.ok += rec.counts.ok;
+        counts.error += rec.counts.error;
+        counts.timeout += rec.counts.timeout;
+        self.started_ops += rec.counts.ok + rec.counts.error + rec.counts.timeout;
+        self.measured_ns += outcome.elapsed.as_nanos();
+        self.cpu_ns += outcome.client_cpu_ns;
+        self.cell.target_rate = outcome.target_rate;
+    }
+
+    /// The cell as it stands; safe to call after every window (results are rewritten each time).
+    pub fn to_cell(&self) -> Cell {
+        let mut cell = self.cell.clone();
+        cell.status = self.status;
+        cell.reason.clone_from(&self.reason);
+        let measured = self.throughputs.len() as u32;
+        if measured < cell.rounds_planned && self.is_live() {
+            cell.status = Status::Error;
+            cell.reason = Some(format!(
+                "incomplete: {measured} of {} rounds measured",
+                cell.rounds_planned
+            ));
+        }
+        cell.throughput = Throughput::from_rounds(self.throughputs.clone());
+        cell.latency_ns = self.latency.as_ref().and_then(percentiles);
+        cell.service_time_ns = self.service.as_ref().and_then(percentiles);
+        cell.schedule_lag_ns = self.lag.as_ref().and_then(percentiles);
+        if cell.target_rate.is_some() {
+            cell.missed_ticks = Some(self.missed_ticks);
+            cell.achieved_rate =
+                (self.measured_ns > 0).then(|| self.started_ops as f64 * 1e9 / self.measured_ns as f64);
+        }
+        let completed = cell.counts.ok + cell.counts.error;
+        cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
+        cell.histogram_b64 = self.latency.as_ref().map(encode_histogram);
+        cell.service_histogram_b64 = self.service.as_ref().map(encode_histogram);
+        cell
+    }
+
+    /// The pooled operation counts so far.
+    pub fn counts(&self) -> Counts {
+        self.cell.counts
+    }
+}
+
+fn pool(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    let Some(from) = from else { return };
+    match into {
+        Some(into) => into
+            .add(from)
+            .expect("auto-resizing histograms of equal precision always merge"),
+        None => *into = Some(from.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::Recorder;
+
+    fn outcome(ok: u64, latency_us: u64) -> WindowOutcome {
+        let mut recorder = Recorder::new(false);
+        for _ in 0..ok {
+            recorder.record_ok(
+                Duration::from_micros(latency_us),
+                Duration::from_micros(latency_us),
+            );
+        }
+        WindowOutcome {
+            recorder,
+            workers: 2,
+            elapsed: Duration::from_secs(1),
+            stuck_workers: 0,
+            client_cpu_ns: ok * 1_000,
+            target_rate: None,
+        }
+    }
+
+    fn builder(rounds: u32) -> CellBuilder {
+        CellBuilder::new(Cell::new("read 16c", "pg", "ops/s", 16, rounds), Duration::from_secs(120))
+    }
+
+    #[test]
+    fn systems_alternate_which_goes_first() {
+        assert_eq!(round_order(2, 0), vec![0, 1]);
+        assert_eq!(round_order(2, 1), vec![1, 0]);
+        assert_eq!(round_order(3, 2), vec![0, 1, 2]);
+        let all: Vec<Round> = rounds(1, 2).collect();
+        assert!(all[0].is_warmup());
+        assert_eq!(all[1].measured, Some(1));
+        assert_eq!(all[2].label(1, 2), "round 2/2");
+        assert_eq!(all[0].label(1, 2), "warm-up 1/1");
+    }
+
+    #[test]
+    fn warmups_are_discarded_and_samples_pooled() {
+        let mut b = builder(2);
+        b.add(rounds(1, 2).next().unwrap(), &outcome(1_000_000, 1));
+        let mut measured = rounds(1, 2).skip(1);
+        b.add(measured.next().unwrap(), &outcome(100, 100));
+        let partial = b.to_cell();
+        assert_eq!(partial.status, Status::Error);
+        assert!(partial.reason.as_deref().unwrap().contains("1 of 2 rounds"));
+        b.add(measured.next().unwrap(), &outcome(300, 300));
+        let cell = b.to_cell();
+        assert_eq!(cell.status, Status::Ok);
+        assert_eq!(cell.counts.ok, 400);
+        let t = cell.throughput.as_ref().unwrap();
+        assert_eq!(t.rounds, vec![100.0, 300.0]);
+        assert_eq!(t.median, 200.0);
+        // Pooled, not a median of medians: 3 of 4 samples are 300 µs.
+        let p50 = cell.latency_ns.unwrap().p50;
+        assert!((299_000..=301_000).contains(&p50), "{p50}");
+        assert_eq!(cell.client_cpu_ns_per_op, Some(1_000.0));
+        assert!(cell.histogram_b64.is_some());
+    }
+
+    #[test]
+    fn the_worst_status_wins_and_keeps_its_reason() {
+        let mut b = builder(1);
+        let mut failed = outcome(10, 10);
+        failed.recorder.record_error("duplicate key");
+        b.add(rounds(0, 1).next().unwrap(), &failed);
+        assert_eq!(b.status(), Status::Error);
+        b.mark(Status::Invalid, "wrote 10, found 9");
+        b.mark(Status::Error, "later error");
+        let cell = b.to_cell();
+        assert_eq!(cell.status, Status::Invalid);
+        assert_eq!(cell.reason.as_deref(), Some("wrote 10, found 9"));
+        assert!(!b.is_live());
+    }
+
+    #[test]
+    fn stuck_workers_make_a_timeout_and_a_short_rate_is_client_limited() {
+        let mut b = builder(1);
+        let mut stuck = outcome(10, 10);
+        stuck.stuck_workers = 1;
+        b.add(rounds(0, 1).next().unwrap(), &stuck);
+        assert_eq!(b.status(), Status::Timeout);
+        assert!(b.to_cell().reason.unwrap().contains("still busy 120s"));
+
+        let mut b = builder(1);
+        let mut slow = outcome(500, 10);
+        slow.target_rate = Some(1_000.0);
+        b.add(rounds(0, 1).next().unwrap(), &slow);
+        let cell = b.to_cell();
+        assert_eq!(cell.status, Status::ClientLimited);
+        assert_eq!(cell.achieved_rate, Some(500.0));
+        assert_eq!(cell.missed_ticks, Some(0));
+    }
+}

@@ -1,0 +1,200 @@
+//! One worker's measurements: HDR histograms (ns, auto-resizing, no upper clamp) and counts.
+//! Each worker owns one; they are merged once, after the window.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+
+use crate::results::{Counts, Percentiles};
+
+/// Significant figures kept by every histogram (0.1% value resolution).
+const SIGFIG: u8 = 3;
+
+/// What one worker (or, merged, one window) measured.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    /// Completed operations' latency: from the intended start in open loop, else from the start.
+    pub latency: Histogram<u64>,
+    /// Open loop only: from the actual start.
+    pub service: Option<Histogram<u64>>,
+    /// Open loop only: actual start minus intended start.
+    pub lag: Option<Histogram<u64>>,
+    pub counts: Counts,
+    pub missed_ticks: u64,
+    /// The first error message seen, with the number of the operation that failed.
+    pub first_error: Option<String>,
+    /// Set when the connection was lost and the worker stopped early.
+    pub fatal: Option<String>,
+}
+
+impl Recorder {
+    pub fn new(open_loop: bool) -> Recorder {
+        Recorder {
+            latency: new_histogram(),
+            service: open_loop.then(new_histogram),
+            lag: open_loop.then(new_histogram),
+            counts: Counts::default(),
+            missed_ticks: 0,
+            first_error: None,
+            fatal: None,
+        }
+    }
+
+    /// Records a completed operation. `latency` includes any schedule lag; `service` does not.
+    #[inline]
+    pub fn record_ok(&mut self, latency: Duration, service: Duration) {
+        self.counts.ok += 1;
+        record(&mut self.latency, latency);
+        if let Some(h) = &mut self.service {
+            record(h, service);
+        }
+    }
+
+    /// Records how late an open-loop operation started.
+    #[inline]
+    pub fn record_lag(&mut self, lag: Duration, missed: bool) {
+        if let Some(h) = &mut self.lag {
+            record(h, lag);
+        }
+        self.missed_ticks += u64::from(missed);
+    }
+
+    /// Records a failed operation; the first message is kept.
+    pub fn record_error(&mut self, message: &str) {
+        self.counts.error += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(message.to_owned());
+        }
+    }
+
+    /// Folds another worker's measurements into this one.
+    pub fn merge(&mut self, other: &Recorder) {
+        add(&mut self.latency, &other.latency);
+        merge_optional(&mut self.service, &other.service);
+        merge_optional(&mut self.lag, &other.lag);
+        self.counts.ok += other.counts.ok;
+        self.counts.error += other.counts.error;
+        self.counts.timeout += other.counts.timeout;
+        self.missed_ticks += other.missed_ticks;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+        if self.fatal.is_none() {
+            self.fatal.clone_from(&other.fatal);
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("3 significant figures is a valid histogram precision")
+}
+
+#[inline]
+fn record(histogram: &mut Histogram<u64>, value: Duration) {
+    let ns = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
+    // `record` grows the histogram as needed; only a value it cannot track at all falls back
+    // to saturation, so no sample is ever dropped. (`saturating_record` alone would clamp to
+    // the current size without growing.)
+    if histogram.record(ns).is_err() {
+        histogram.saturating_record(ns);
+    }
+}
+
+fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    into.add(from)
+        .expect("auto-resizing histograms of equal precision always merge");
+}
+
+fn merge_optional(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
+    match (into.as_mut(), from) {
+        (Some(into), Some(from)) => add(into, from),
+        (None, Some(from)) => *into = Some(from.clone()),
+        _ => {}
+    }
+}
+
+/// The published percentiles of a histogram; `None` when it holds nothing.
+pub fn percentiles(histogram: &Histogram<u64>) -> Option<Percentiles> {
+    if histogram.is_empty() {
+        return None;
+    }
+    Some(Percentiles {
+        p50: histogram.value_at_quantile(0.50),
+        p95: histogram.value_at_quantile(0.95),
+        p99: histogram.value_at_quantile(0.99),
+        p999: histogram.value_at_quantile(0.999),
+        max: histogram.max(),
+        mean: histogram.mean(),
+    })
+}
+
+/// Serializes a histogram as HdrHistogram's V2 compressed format in base64, the encoding
+/// HdrHistogram's own log tools read.
+pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(histogram, &mut bytes)
+        .expect("serializing a histogram into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Reads back a histogram written by [`encode_histogram`].
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_workers_pool_their_samples() {
+        let mut a = Recorder::new(false);
+        let mut b = Recorder::new(false);
+        for _ in 0..99 {
+            a.record_ok(Duration::from_micros(100), Duration::from_micros(100));
+        }
+        b.record_ok(Duration::from_secs(300), Duration::from_secs(300));
+        b.record_error("boom");
+        a.merge(&b);
+        assert_eq!(a.counts.ok, 100);
+        assert_eq!(a.counts.error, 1);
+        assert_eq!(a.first_error.as_deref(), Some("boom"));
+        let p = percentiles(&a.latency).unwrap();
+        assert!((99_000..=101_000).contains(&p.p50), "{p:?}");
+        // No upper clamp: a five-minute outlier keeps its value.
+        assert!(p.max >= 299_000_000_000, "{p:?}");
+        assert!(a.service.is_none());
+    }
+
+    #[test]
+    fn open_loop_records_service_time_and_lag_separately() {
+        let mut r = Recorder::new(true);
+        r.record_ok(Duration::from_millis(5), Duration::from_millis(1));
+        r.record_lag(Duration::from_millis(4), true);
+        assert_eq!(r.missed_ticks, 1);
+        let service = percentiles(r.service.as_ref().unwrap()).unwrap();
+        let latency = percentiles(&r.latency).unwrap();
+        assert!(latency.p50 > 4 * service.p50);
+        assert!(percentiles(r.lag.as_ref().unwrap()).unwrap().p50 >= 3_990_000);
+    }
+
+    #[test]
+    fn histograms_round_trip_through_base64() {
+        let mut r = Recorder::new(false);
+        for us in 1..=1000 {
+            r.record_ok(Duration::from_micros(us), Duration::ZERO);
+        }
+        let decoded = decode_histogram(&encode_histogram(&r.latency)).unwrap();
+        assert_eq!(decoded.len(), 1000);
+        assert_eq!(decoded.value_at_quantile(0.5), r.latency.value_at_quantile(0.5));
+        assert!(decode_histogram("not base64!").is_err());
+    }
+}

@@ -1,0 +1,456 @@
+//! Reports: pure functions from a [`Report`] to text (terminal, Markdown) and charts (SVG),
+//! in the seeds' shape: workloads as rows, systems as columns.
+
+mod svg;
+mod table;
+
+pub use svg::render_svg_charts;
+pub use table::Table;
+
+use std::time::Duration;
+
+use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
+use crate::results::{Cell, Report, Status, Verdict, VerdictKind};
+
+/// Compares every `ok` cell with the reference system's cell of the same workload. The verdict
+/// is parity when the two round-to-round ranges overlap (the noise band, DESIGN rule 11); it needs
+/// at least two rounds on each side, because one round measures no band.
+pub fn verdicts(report: &Report) -> Vec<Verdict> {
+    let Some(reference) = report.reference.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for workload in workloads(report) {
+        let Some(base) = find(report, &workload, reference).and_then(Cell::usable_throughput) else {
+            continue;
+        };
+        for system in report.systems.iter().filter(|s| s.name != reference) {
+            let Some(other) = find(report, &workload, &system.name).and_then(Cell::usable_throughput)
+            else {
+                continue;
+            };
+            if base.rounds.len() < 2 || other.rounds.len() < 2 || base.median <= 0.0 {
+                continue;
+            }
+            let ratio = other.median / base.median;
+            let overlap = other.min <= base.max && base.min <= other.max;
+            let verdict = if overlap {
+                VerdictKind::Parity
+            } else if ratio > 1.0 {
+                VerdictKind::Faster
+            } else {
+                VerdictKind::Slower
+            };
+            out.push(Verdict {
+                workload: workload.clone(),
+                system: system.name.clone(),
+                reference: reference.to_owned(),
+                ratio,
+                verdict,
+            });
+        }
+    }
+    out
+}
+
+/// Workloads in the order they were first measured.
+fn workloads(report: &Report) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for cell in &report.cells {
+        if !seen.contains(&cell.workload) {
+            seen.push(cell.workload.clone());
+        }
+    }
+    seen
+}
+
+fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload && c.system == system)
+}
+
+/// A column header: the system's name, its labels, and `(ref)` for the reference.
+fn column(report: &Report, system: &str) -> String {
+    let info = report.systems.iter().find(|s| s.name == system);
+    let mut header = system.to_owned();
+    if report.reference.as_deref() == Some(system) && report.systems.len() > 1 {
+        header.push_str(" (ref)");
+    }
+    for label in info.map(|s| s.labels.as_slice()).unwrap_or_default() {
+        header.push_str(&format!(" [{label}]"));
+    }
+    header
+}
+
+fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
+    let mut header = vec!["workload".to_owned()];
+    header.extend(report.systems.iter().map(|s| column(report, &s.name)));
+    let rows = workloads(report)
+        .into_iter()
+        .map(|workload| {
+            let mut row = vec![workload.clone()];
+            row.extend(report.systems.iter().map(|s| {
+                find(report, &workload, &s.name).map_or_else(|| "–".to_owned(), &figure)
+            }));
+            row
+        })
+        .collect();
+    Table {
+        title: title.to_owned(),
+        header,
+        rows,
+        numeric: true,
+    }
+}
+
+/// The seed's main table: median throughput per workload and system, with the round spread.
+pub fn throughput_table(report: &Report) -> Table {
+    let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
+    let rounds = report
+        .options
+        .get("rounds")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    let title = format!("Throughput ({unit}, median of {rounds} rounds, min–max)");
+    grid(report, &title, |cell| match cell.usable_throughput() {
+        Some(t) if t.rounds.len() > 1 => format!(
+            "{} ({}–{})",
+            format_rate(t.median),
+            format_rate(t.min),
+            format_rate(t.max)
+        ),
+        Some(t) => format_rate(t.median),
+        None => cell.status.as_str().to_owned(),
+    })
+}
+
+/// Latency p50 / p99 from the pooled histograms of every measured round.
+pub fn latency_table(report: &Report) -> Table {
+    let open_loop = report.cells.iter().any(|c| c.target_rate.is_some());
+    let title = if open_loop {
+        "Latency p50 / p99 (from each operation's intended start)"
+    } else {
+        "Latency p50 / p99"
+    };
+    grid(report, title, |cell| match (cell.status, cell.latency_ns) {
+        (Status::Ok, Some(l)) => format!("{} / {}", format_latency_ns(l.p50), format_latency_ns(l.p99)),
+        _ => cell.status.as_str().to_owned(),
+    })
+}
+
+/// Each system against the reference, with the verdict.
+pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
+    let reference = report.reference.as_deref()?;
+    if report.systems.len() < 2 {
+        return None;
+    }
+    let title = format!(
+        "Against {reference} (ratio of medians; parity when the round ranges overlap)"
+    );
+    Some(grid(report, &title, |cell| {
+        if cell.system == reference {
+            return "—".to_owned();
+        }
+        verdicts
+            .iter()
+            .find(|v| v.workload == cell.workload && v.system == cell.system)
+            .map_or_else(
+                || "n/a".to_owned(),
+                |v| {
+                    let word = match v.verdict {
+                        VerdictKind::Faster => "faster",
+                        VerdictKind::Slower => "slower",
+                        VerdictKind::Parity => "parity",
+                    };
+                    format!("{:.2}× {word}", v.ratio)
+                },
+            )
+    }))
+}
+
+/// Why each cell that is not `ok` has no figure.
+fn problems(report: &Report) -> Vec<String> {
+    report
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .map(|c| {
+            format!(
+                "{} · {}: {} — {}",
+                c.workload,
+                c.system,
+                c.status.as_str(),
+                c.reason.as_deref().unwrap_or("no reason recorded")
+            )
+        })
+        .collect()
+}
+
+fn method_line(report: &Report) -> String {
+    let get = |key: &str| report.options.get(key).cloned().unwrap_or_default();
+    let rate = match get("rate_per_s").as_f64() {
+        Some(rate) => format!("open loop at {} ops/s", format_rate(rate)),
+        None => "closed loop".to_owned(),
+    };
+    let duration = get("duration_s")
+        .as_f64()
+        .map_or_else(|| "?".to_owned(), |s| format_duration(Duration::from_secs_f64(s)));
+    format!(
+        "{} measured rounds × {duration} per workload and system, {} warm-up discarded, systems interleaved in alternating order; {rate}.",
+        get("rounds"),
+        get("warmup"),
+    )
+}
+
+fn systems_table(report: &Report) -> Table {
+    let rows = report
+        .systems
+        .iter()
+        .map(|s| {
+            let verified = s
+                .verified
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let floor = s.durable_write_floor_ns.map_or_else(
+                || "–".to_owned(),
+                |ns| {
+                    format!(
+                        "{} (≤ {} commits/s per connection)",
+                        format_latency_ns(ns),
+                        format_rate(1e9 / ns as f64)
+                    )
+                },
+            );
+            vec![s.name.clone(), s.version.clone(), verified, floor]
+        })
+        .collect();
+    Table {
+        title: "Systems (as each reported itself)".to_owned(),
+        header: vec![
+            "system".into(),
+            "version".into(),
+            "verified".into(),
+            "durable-write floor".into(),
+        ],
+        rows,
+        numeric: false,
+    }
+}
+
+fn environment_lines(report: &Report) -> Vec<String> {
+    let env = &report.environment;
+    let mut lines = vec![format!(
+        "{} · {} cores · {} · Linux {} · load {:.2} at start{}",
+        env.cpu_model,
+        env.cores,
+        format_bytes(env.memory_bytes),
+        env.kernel,
+        env.loadavg_start[0],
+        env.loadavg_end
+            .map_or(String::new(), |l| format!(", {:.2} at end", l[0])),
+    )];
+    if let (Some(ns), Some(path)) = (env.durable_write_floor_ns, &env.durable_write_floor_path) {
+        lines.push(format!(
+            "durable-write floor (4 KiB O_DSYNC, median) {} in {path}",
+            format_latency_ns(ns)
+        ));
+    }
+    if let Some(gate) = &env.load_gate {
+        lines.push(format!(
+            "load gate {:.2}: {} after {:.0}s (load {:.2})",
+            gate.threshold,
+            if gate.satisfied { "passed" } else { "NOT reached" },
+            gate.waited_s,
+            gate.loadavg_1m
+        ));
+    }
+    if let Some(data) = &report.data {
+        lines.push(format!(
+            "data: {} (seed {}, checksum {})",
+            data.description, data.seed, data.checksum
+        ));
+    }
+    lines
+}
+
+fn title(report: &Report) -> String {
+    format!("{} {} · {}", report.tool, report.suite, report.section)
+}
+
+/// The terminal summary printed at the end of a run.
+pub fn render_terminal(report: &Report) -> String {
+    let verdicts = verdicts(report);
+    let mut out = format!("\n{}\n{}\n\n", title(report), method_line(report));
+    out.push_str(&throughput_table(report).to_text());
+    out.push('\n');
+    out.push_str(&latency_table(report).to_text());
+    if let Some(table) = verdict_table(report, &verdicts) {
+        out.push('\n');
+        out.push_str(&table.to_text());
+    }
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("\nCells without a figure:\n");
+        for line in problems {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push('\n');
+    for s in &report.systems {
+        out.push_str(&format!("{}: {}\n", s.name, s.version));
+    }
+    for line in environment_lines(report) {
+        out.push_str(&format!("{line}\n"));
+    }
+    for note in &report.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// `report.md`: the same figures with the systems' evidence, environment and notes in full.
+pub fn render_markdown(report: &Report) -> String {
+    let verdicts = verdicts(report);
+    let mut out = format!("# {}\n\n", title(report));
+    out.push_str(&format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
+        report.run_id,
+        report.started_at,
+        report
+            .finished_at
+            .as_deref()
+            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
+        report.tool,
+        report.tool_version,
+        report.git_commit.as_deref().unwrap_or("unknown"),
+        method_line(report)
+    ));
+    out.push_str(&throughput_table(report).to_markdown());
+    out.push('\n');
+    out.push_str(&latency_table(report).to_markdown());
+    if let Some(table) = verdict_table(report, &verdicts) {
+        out.push('\n');
+        out.push_str(&table.to_markdown());
+    }
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("\n**Cells without a figure**\n\n");
+        for line in problems {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&systems_table(report).to_markdown());
+    out.push_str("\n**Environment**\n\n");
+    for line in environment_lines(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    if !report.notes.is_empty() {
+        out.push_str("\n**What this run does not establish, and other notes**\n\n");
+        for note in &report.notes {
+            out.push_str(&format!("- {note}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::environment::Environment;
+    use crate::results::{Counts, Percentiles, SystemInfo, Throughput};
+
+    pub fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
+        let mut cell = Cell::new(workload, system, "ops/s", 16, rounds.len() as u32);
+        cell.throughput = Throughput::from_rounds(rounds.to_vec());
+        cell.latency_ns = Some(Percentiles {
+            p50: 550_000,
+            p95: 900_000,
+            p99: 1_200_000,
+            p999: 2_000_000,
+            max: 5_000_000,
+            mean: 600_000.0,
+        });
+        cell.counts = Counts {
+            ok: 1_000,
+            error: 0,
+            timeout: 0,
+        };
+        cell
+    }
+
+    pub fn sample() -> Report {
+        let system = |name: &str| SystemInfo {
+            name: name.into(),
+            kind: name.into(),
+            url_redacted: name.into(),
+            version: format!("{name} 1.0"),
+            ..SystemInfo::default()
+        };
+        let mut invalid = cell("read 16c", "b", &[5_000.0, 5_100.0]);
+        invalid.status = Status::Invalid;
+        invalid.reason = Some("returned 999 rows, expected 1,000".into());
+        Report {
+            schema_version: 1,
+            tool: "sql-bench".into(),
+            tool_version: "0.1.0".into(),
+            git_commit: None,
+            suite: "crud".into(),
+            section: "C0 — 1 node, no replication".into(),
+            run_id: "r".into(),
+            reference: Some("a".into()),
+            started_at: "2026-11-30T00:00:00Z".into(),
+            finished_at: None,
+            options: serde_json::json!({"rounds": 3, "duration_s": 10.0, "warmup": 1}),
+            environment: Environment::default(),
+            data: None,
+            systems: vec![system("a"), system("b"), system("c")],
+            cells: vec![
+                cell("write 1c", "a", &[1_000.0, 1_050.0, 1_020.0]),
+                cell("write 1c", "b", &[1_040.0, 1_100.0, 1_090.0]),
+                cell("write 1c", "c", &[2_000.0, 2_100.0, 2_050.0]),
+                cell("read 16c", "a", &[9_000.0, 9_100.0, 9_050.0]),
+                invalid,
+                cell("read 16c", "c", &[3_000.0, 3_100.0, 3_050.0]),
+            ],
+            verdicts: vec![],
+            notes: vec!["all requests from one client host".into()],
+        }
+    }
+
+    #[test]
+    fn overlapping_ranges_are_parity_and_invalid_cells_get_no_verdict() {
+        let v = verdicts(&sample());
+        let find = |w: &str, s: &str| v.iter().find(|v| v.workload == w && v.system == s);
+        assert_eq!(find("write 1c", "b").unwrap().verdict, VerdictKind::Parity);
+        let c = find("write 1c", "c").unwrap();
+        assert_eq!(c.verdict, VerdictKind::Faster);
+        assert!((c.ratio - 2050.0 / 1020.0).abs() < 1e-9);
+        assert_eq!(find("read 16c", "c").unwrap().verdict, VerdictKind::Slower);
+        assert!(find("read 16c", "b").is_none());
+        assert!(find("write 1c", "a").is_none());
+    }
+
+    #[test]
+    fn a_single_round_gives_no_verdict() {
+        let mut report = sample();
+        for cell in &mut report.cells {
+            cell.throughput = Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
+        }
+        assert!(verdicts(&report).is_empty());
+    }
+
+    #[test]
+    fn terminal_report_snapshot() {
+        insta::assert_snapshot!(render_terminal(&sample()));
+    }
+
+    #[test]
+    fn markdown_report_snapshot() {
+        insta::assert_snapshot!(render_markdown(&sample()));
+    }
+}

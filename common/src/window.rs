@@ -1,0 +1,279 @@
+//! One measured window across N workers: start them together, stop them at the deadline,
+//! give up on any still busy after the ceiling, merge what they measured.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use crate::cputime::process_cpu_ns;
+use crate::driver::{BlockingOperation, Operation, WorkerCtx, drive, drive_blocking};
+use crate::pacing::Pace;
+use crate::progress::ProgressTx;
+use crate::recorder::Recorder;
+
+/// How long before the window opens workers are started, so all begin on the same instant.
+const START_LEAD: Duration = Duration::from_millis(5);
+
+/// What every worker of a window shares.
+#[derive(Clone, Debug)]
+pub struct WindowPlan {
+    pub duration: Duration,
+    /// How long past the deadline a worker may take before the window is a `timeout`.
+    pub ceiling: Duration,
+    /// Open-loop rate across all workers; `None` is closed loop.
+    pub rate_per_s: Option<f64>,
+    pub interrupt: Arc<AtomicBool>,
+    pub progress: Option<ProgressTx>,
+}
+
+/// The merged measurements of one window.
+#[derive(Debug, Clone)]
+pub struct WindowOutcome {
+    pub recorder: Recorder,
+    pub workers: usize,
+    /// From the opening of the window until the last worker finished.
+    pub elapsed: Duration,
+    /// Workers still busy when the ceiling passed; their operations count as timeouts.
+    pub stuck_workers: usize,
+    /// The process's CPU time (all threads) spent during the window.
+    pub client_cpu_ns: u64,
+    pub target_rate: Option<f64>,
+}
+
+impl WindowOutcome {
+    /// Completed operations per second of window.
+    pub fn throughput(&self) -> f64 {
+        self.recorder.counts.ok as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Operations per second the workers actually started, for comparing with the target rate.
+    pub fn achieved_rate(&self) -> f64 {
+        let c = self.recorder.counts;
+        (c.ok + c.error + c.timeout) as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+impl WindowPlan {
+    fn contexts(&self, workers: usize) -> (Instant, Vec<WorkerCtx>) {
+        let start = Instant::now() + START_LEAD;
+        let contexts = (0..workers)
+            .map(|worker| WorkerCtx {
+                worker,
+                start,
+                duration: self.duration,
+                pace: Pace::for_worker(self.rate_per_s, workers, worker),
+                interrupt: self.interrupt.clone(),
+                progress: self.progress.clone(),
+            })
+            .collect();
+        (start, contexts)
+    }
+
+    fn outcome(&self, start: Instant, workers: usize, cpu_before: u64) -> WindowOutcome {
+        WindowOutcome {
+            recorder: Recorder::new(self.rate_per_s.is_some()),
+            workers,
+            elapsed: Instant::now().saturating_duration_since(start),
+            stuck_workers: 0,
+            client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+            target_rate: self.rate_per_s,
+        }
+    }
+}
+
+impl WindowOutcome {
+    fn absorb(&mut self, recorder: Option<Recorder>) {
+        match recorder {
+            Some(recorder) => self.recorder.merge(&recorder),
+            None => {
+                self.stuck_workers += 1;
+                self.recorder.counts.timeout += 1;
+            }
+        }
+    }
+}
+
+/// Runs one window with one tokio task per operation. Returns the operations that came back
+/// (in order; `None` for a worker abandoned at the ceiling) and the merged outcome.
+pub async fn run_async<O: Operation + 'static>(
+    ops: Vec<O>,
+    plan: &WindowPlan,
+) -> (Vec<Option<O>>, WindowOutcome) {
+    let cpu_before = process_cpu_ns();
+    let workers = ops.len();
+    let (start, contexts) = plan.contexts(workers);
+    let tasks: Vec<_> = ops
+        .into_iter()
+        .zip(contexts)
+        .map(|(mut op, ctx)| {
+            tokio::spawn(async move {
+                let recorder = drive(&mut op, &ctx).await;
+                (op, recorder, Instant::now())
+            })
+        })
+        .collect();
+    let give_up = start + plan.duration + plan.ceiling;
+    let mut returned = Vec::with_capacity(workers);
+    let mut results = Vec::with_capacity(workers);
+    let mut last_end = start;
+    for mut task in tasks {
+        match tokio::time::timeout_at(give_up.into(), &mut task).await {
+            Ok(Ok((op, recorder, ended))) => {
+                last_end = last_end.max(ended);
+                returned.push(Some(op));
+                results.push(Some(recorder));
+            }
+            Ok(Err(join_error)) => {
+                let mut recorder = Recorder::new(plan.rate_per_s.is_some());
+                recorder.record_error(&format!("worker failed: {join_error}"));
+                recorder.fatal = Some(format!("worker failed: {join_error}"));
+                returned.push(None);
+                results.push(Some(recorder));
+            }
+            Err(_) => {
+                task.abort();
+                returned.push(None);
+                results.push(None);
+            }
+        }
+    }
+    let mut outcome = plan.outcome(start, workers, cpu_before);
+    finish(&mut outcome, results, last_end, start);
+    (returned, outcome)
+}
+
+/// Runs one window with one OS thread per operation, for synchronous clients. A thread still
+/// busy at the ceiling is left behind (it cannot be cancelled) and its operation is lost.
+pub fn run_blocking<O: BlockingOperation + 'static>(
+    ops: Vec<O>,
+    plan: &WindowPlan,
+) -> (Vec<Option<O>>, WindowOutcome) {
+    let cpu_before = process_cpu_ns();
+    let workers = ops.len();
+    let (start, contexts) = plan.contexts(workers);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (index, (mut op, ctx)) in ops.into_iter().zip(contexts).enumerate() {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name(format!("worker-{index}"))
+            .spawn(move || {
+                let recorder = drive_blocking(&mut op, &ctx);
+                let _ = tx.send((index, op, recorder, Instant::now()));
+            })
+            .expect("spawning a worker thread");
+    }
+    drop(tx);
+    let give_up = start + plan.duration + plan.ceiling;
+    let mut returned: Vec<Option<O>> = (0..workers).map(|_| None).collect();
+    let mut results: Vec<Option<Recorder>> = (0..workers).map(|_| None).collect();
+    let mut last_end = start;
+    for _ in 0..workers {
+        let wait = give_up.saturating_duration_since(Instant::now());
+        let Ok((index, op, recorder, ended)) = rx.recv_timeout(wait) else {
+            break;
+        };
+        last_end = last_end.max(ended);
+        returned[index] = Some(op);
+        results[index] = Some(recorder);
+    }
+    let mut outcome = plan.outcome(start, workers, cpu_before);
+    finish(&mut outcome, results, last_end, start);
+    (returned, outcome)
+}
+
+fn finish(
+    outcome: &mut WindowOutcome,
+    results: Vec<Option<Recorder>>,
+    last_end: Instant,
+    start: Instant,
+) {
+    let all_returned = results.iter().all(Option::is_some);
+    for recorder in results {
+        outcome.absorb(recorder);
+    }
+    if all_returned {
+        outcome.elapsed = last_end.saturating_duration_since(start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::OpError;
+
+    struct Sleeper {
+        each: Duration,
+    }
+
+    impl BlockingOperation for Sleeper {
+        fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            std::thread::sleep(self.each);
+            Ok(())
+        }
+    }
+
+    impl Operation for Sleeper {
+        async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            tokio::time::sleep(self.each).await;
+            Ok(())
+        }
+    }
+
+    fn plan(duration_ms: u64, ceiling_ms: u64) -> WindowPlan {
+        WindowPlan {
+            duration: Duration::from_millis(duration_ms),
+            ceiling: Duration::from_millis(ceiling_ms),
+            rate_per_s: None,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            progress: None,
+        }
+    }
+
+    #[test]
+    fn blocking_workers_all_return_and_are_merged() {
+        let ops = (0..4)
+            .map(|_| Sleeper {
+                each: Duration::from_millis(10),
+            })
+            .collect();
+        let (back, outcome) = run_blocking(ops, &plan(200, 1_000));
+        assert!(back.iter().all(Option::is_some));
+        assert_eq!(outcome.stuck_workers, 0);
+        // Four workers × about 20 operations each.
+        assert!((50..=84).contains(&outcome.recorder.counts.ok), "{outcome:?}");
+        assert!(outcome.elapsed >= Duration::from_millis(200));
+        assert!(outcome.throughput() > 200.0);
+    }
+
+    #[test]
+    fn a_worker_past_the_ceiling_is_a_timeout() {
+        let ops = vec![
+            Sleeper {
+                each: Duration::from_millis(5),
+            },
+            Sleeper {
+                each: Duration::from_millis(600),
+            },
+        ];
+        let (back, outcome) = run_blocking(ops, &plan(50, 100));
+        assert!(back[0].is_some() && back[1].is_none());
+        assert_eq!(outcome.stuck_workers, 1);
+        assert_eq!(outcome.recorder.counts.timeout, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn async_workers_time_out_the_same_way() {
+        let ops = vec![
+            Sleeper {
+                each: Duration::from_millis(5),
+            },
+            Sleeper {
+                each: Duration::from_secs(30),
+            },
+        ];
+        let (back, outcome) = run_async(ops, &plan(50, 100)).await;
+        assert!(back[0].is_some() && back[1].is_none());
+        assert_eq!(outcome.stuck_workers, 1);
+        assert!(outcome.recorder.counts.ok >= 5);
+    }
+}

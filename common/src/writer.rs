@@ -1,0 +1,105 @@
+//! The results folder: the only place a run writes files. Every write goes to a temporary file
+//! that is then renamed, so a crash or Ctrl-C never leaves a half-written `results.json`.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::report::{render_markdown, render_svg_charts};
+use crate::results::Report;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot use {path} as the results folder: {source}")]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    File { path: PathBuf, source: std::io::Error },
+}
+
+#[derive(Debug, Clone)]
+pub struct ResultsDir {
+    path: PathBuf,
+}
+
+impl ResultsDir {
+    /// The default folder: `results/<tool>-<suite>-<UTC timestamp>/`.
+    pub fn default_path(tool: &str, suite: &str, compact_timestamp: &str) -> PathBuf {
+        PathBuf::from("results").join(format!("{tool}-{suite}-{compact_timestamp}"))
+    }
+
+    /// Creates the folder and proves it is writable before anything is measured.
+    pub fn create(path: &Path) -> Result<ResultsDir, WriteError> {
+        let folder_error = |source| WriteError::Folder {
+            path: path.to_owned(),
+            source,
+        };
+        fs::create_dir_all(path).map_err(folder_error)?;
+        let probe = path.join(".fairbench-write-probe");
+        fs::write(&probe, b"probe").map_err(folder_error)?;
+        fs::remove_file(&probe).map_err(folder_error)?;
+        Ok(ResultsDir {
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rewrites `results.json` atomically.
+    pub fn write_results(&self, report: &Report) -> Result<(), WriteError> {
+        let json = serde_json::to_vec_pretty(report).expect("the report model always serializes");
+        self.write_atomic("results.json", &json)
+    }
+
+    /// Writes everything a finished (or interrupted) run leaves: `results.json`, `report.md`
+    /// and the charts.
+    pub fn write_all(&self, report: &Report) -> Result<(), WriteError> {
+        self.write_results(report)?;
+        self.write_atomic("report.md", render_markdown(report).as_bytes())?;
+        for (name, svg) in render_svg_charts(report) {
+            self.write_atomic(&name, svg.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Writes one file of the folder atomically (temporary file, fsync, rename).
+    pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        let target = self.path.join(name);
+        let temporary = self.path.join(format!(".{name}.tmp"));
+        let file_error = |source| WriteError::File {
+            path: target.clone(),
+            source,
+        };
+        let mut file = fs::File::create(&temporary).map_err(file_error)?;
+        file.write_all(bytes).map_err(file_error)?;
+        file.sync_data().map_err(file_error)?;
+        fs::rename(&temporary, &target).map_err(file_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_replace_whole_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = ResultsDir::create(&dir.path().join("a/b")).unwrap();
+        results.write_atomic("x.txt", b"first").unwrap();
+        results.write_atomic("x.txt", b"second").unwrap();
+        assert_eq!(fs::read(results.path().join("x.txt")).unwrap(), b"second");
+        let names: Vec<_> = fs::read_dir(results.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn an_unwritable_folder_is_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain-file");
+        fs::write(&file, b"x").unwrap();
+        let error = ResultsDir::create(&file.join("sub")).unwrap_err();
+        assert!(error.to_string().contains("cannot use"), "{error}");
+    }
+}
