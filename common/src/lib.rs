@@ -10,6 +10,7 @@ pub mod human;
 pub mod interrupt;
 pub mod options;
 pub mod pacing;
+pub mod pool;
 pub mod progress;
 pub mod protocol;
 pub mod recorder;

@@ -19,6 +19,8 @@ pub enum WriteError {
 #[derive(Debug, Clone)]
 pub struct ResultsDir {
     path: PathBuf,
+    /// Whether this run made the folder (and so may remove it when nothing was measured).
+    created: bool,
 }
 
 impl ResultsDir {
@@ -33,13 +35,23 @@ impl ResultsDir {
             path: path.to_owned(),
             source,
         };
+        let created = !path.exists();
         fs::create_dir_all(path).map_err(folder_error)?;
         let probe = path.join(".fairbench-write-probe");
         fs::write(&probe, b"probe").map_err(folder_error)?;
         fs::remove_file(&probe).map_err(folder_error)?;
         Ok(ResultsDir {
             path: path.to_owned(),
+            created,
         })
+    }
+
+    /// Removes the folder when this run created it and the run is abandoned before measuring,
+    /// so bad input leaves nothing behind.
+    pub fn discard(self) {
+        if self.created {
+            let _ = fs::remove_dir_all(&self.path);
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -101,5 +113,17 @@ mod tests {
         fs::write(&file, b"x").unwrap();
         let error = ResultsDir::create(&file.join("sub")).unwrap_err();
         assert!(error.to_string().contains("cannot use"), "{error}");
+    }
+
+    #[test]
+    fn discarding_removes_only_a_folder_this_run_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = ResultsDir::create(&dir.path().join("fresh")).unwrap();
+        fresh.write_atomic("x", b"x").unwrap();
+        fresh.discard();
+        assert!(!dir.path().join("fresh").exists());
+        let existing = ResultsDir::create(dir.path()).unwrap();
+        existing.discard();
+        assert!(dir.path().exists());
     }
 }

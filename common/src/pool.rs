@@ -1,0 +1,166 @@
+//! The sessions (open, authenticated connections) a system's workers use. All are opened
+//! before any clock starts; a session lost in a window is reopened before the next one.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::driver::{BlockingOperation, Operation};
+use crate::window::{WindowOutcome, WindowPlan, run_async, run_blocking};
+
+/// A boxed future, for the object-safe control paths of tools (never the hot path).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Opens one session; the error is a complete, printable sentence.
+pub type Connector<S> = Arc<dyn Fn() -> BoxFuture<'static, Result<S, String>> + Send + Sync>;
+
+pub struct Pool<S> {
+    sessions: Vec<Option<S>>,
+    connect: Connector<S>,
+}
+
+impl<S: Send + 'static> Pool<S> {
+    /// Opens `size` sessions, one after the other, before anything is measured.
+    pub async fn open(size: usize, connect: Connector<S>) -> Result<Pool<S>, String> {
+        let mut sessions = Vec::with_capacity(size);
+        for _ in 0..size {
+            sessions.push(Some(connect().await?));
+        }
+        Ok(Pool { sessions, connect })
+    }
+
+    pub fn size(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Reopens any of the first `n` sessions lost in an earlier window.
+    async fn ensure(&mut self, n: usize) -> Result<(), String> {
+        for slot in self.sessions.iter_mut().take(n) {
+            if slot.is_none() {
+                *slot = Some((self.connect)().await?);
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> Vec<S> {
+        self.sessions
+            .iter_mut()
+            .take(n)
+            .map(|slot| slot.take().expect("ensure() opened every slot"))
+            .collect()
+    }
+
+    fn put_back(&mut self, sessions: Vec<Option<S>>) {
+        for (slot, session) in self.sessions.iter_mut().zip(sessions) {
+            *slot = session;
+        }
+    }
+
+    /// Runs one window on the first `n` sessions with async workers. `make` turns a session
+    /// into worker `i`'s operation; `back` recovers the session afterwards. A session whose
+    /// worker stopped on a fatal error is dropped and reopened next time.
+    pub async fn run_async<O: Operation + 'static>(
+        &mut self,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O,
+        back: impl FnMut(O) -> S,
+    ) -> Result<WindowOutcome, String> {
+        self.ensure(n).await?;
+        let ops = self.take(n).into_iter().enumerate().map(|(i, s)| make(i, s)).collect();
+        let (ops, outcome) = run_async(ops, plan).await;
+        self.put_back(keep_healthy(ops, &outcome, back));
+        Ok(outcome)
+    }
+
+    /// The same for synchronous clients: one OS thread per worker, orchestrated off the runtime.
+    pub async fn run_blocking<O: BlockingOperation + 'static>(
+        &mut self,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O,
+        back: impl FnMut(O) -> S,
+    ) -> Result<WindowOutcome, String> {
+        self.ensure(n).await?;
+        let ops: Vec<O> = self.take(n).into_iter().enumerate().map(|(i, s)| make(i, s)).collect();
+        let plan = plan.clone();
+        let (ops, outcome) = tokio::task::spawn_blocking(move || run_blocking(ops, &plan))
+            .await
+            .map_err(|e| format!("the window's worker threads failed: {e}"))?;
+        self.put_back(keep_healthy(ops, &outcome, back));
+        Ok(outcome)
+    }
+}
+
+/// After a fatal error, which session failed is not known: reopen them all, which is cheap
+/// and never measured.
+fn keep_healthy<O, S>(
+    ops: Vec<Option<O>>,
+    outcome: &WindowOutcome,
+    mut back: impl FnMut(O) -> S,
+) -> Vec<Option<S>> {
+    let fatal = outcome.recorder.fatal.is_some();
+    ops.into_iter()
+        .map(|op| op.filter(|_| !fatal).map(&mut back))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::OpError;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    struct Session {
+        id: usize,
+        die: bool,
+    }
+
+    struct Op(Session);
+
+    impl Operation for Op {
+        async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            if self.0.die {
+                Err(OpError::Fatal("connection closed".into()))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lost_sessions_are_reopened_before_the_next_window() {
+        let opened = Arc::new(AtomicUsize::new(0));
+        let counter = opened.clone();
+        let connect: Connector<Session> = Arc::new(move || {
+            let id = counter.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { Ok(Session { id, die: id == 1 }) })
+        });
+        let mut pool = Pool::open(2, connect).await.unwrap();
+        let plan = WindowPlan {
+            duration: Duration::from_millis(30),
+            ceiling: Duration::from_secs(5),
+            rate_per_s: None,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            progress: None,
+        };
+        let outcome = pool.run_async(2, &plan, |_, s| Op(s), |op| op.0).await.unwrap();
+        assert!(outcome.recorder.fatal.is_some());
+        let outcome = pool.run_async(2, &plan, |_, s| Op(s), |op| op.0).await.unwrap();
+        assert!(outcome.recorder.fatal.is_none(), "sessions 2 and 3 are healthy");
+        assert_eq!(opened.load(Ordering::SeqCst), 4);
+        let ids: Vec<usize> = pool.sessions.iter().flatten().map(|s| s.id).collect();
+        assert_eq!(ids, vec![2, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_failing_connector_is_reported() {
+        let connect: Connector<Session> =
+            Arc::new(|| Box::pin(async { Err("cannot connect: refused".to_owned()) }));
+        let error = Pool::open(1, connect).await.err().unwrap();
+        assert_eq!(error, "cannot connect: refused");
+    }
+}

@@ -1,0 +1,3 @@
+//! The suites sql-bench runs, one folder each.
+
+pub mod crud;

@@ -1,0 +1,367 @@
+//! MariaDB and MySQL through mysql_async: one connection per worker over TCP (the client's
+//! switch to a Unix socket is turned off, so every server is reached the same way), statements
+//! prepared before the window opens. fairbench's tables live in the `fairbench` database and
+//! carry a table comment that marks them as fairbench's.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector, Pool};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Statement};
+
+use super::{
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host, op_error,
+};
+use crate::durability::Durability;
+use crate::suites::crud::workers::async_workers;
+
+const DATABASE: &str = "fairbench";
+const MARKER: &str = "created by fairbench";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Rows per multi-row INSERT when loading a table.
+const LOAD_BATCH: usize = 500;
+
+pub struct MysqlTarget {
+    identity: Identity,
+    opts: Opts,
+    control: Conn,
+}
+
+fn physical(table: KvTable) -> String {
+    format!("{DATABASE}.{}", table.name)
+}
+
+async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
+    let failure = |message: String| TargetError::Connect {
+        system: identity.name.clone(),
+        url: identity.url_redacted.clone(),
+        message,
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => {
+            let text = e.to_string();
+            let hint = if text.contains("refused") {
+                " — is the server running? (scripts/services start)"
+            } else {
+                ""
+            };
+            Err(failure(format!("{text}{hint}")))
+        }
+        Err(_) => Err(failure(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))),
+    }
+}
+
+fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
+    TargetError::Query {
+        system: identity.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+impl MysqlTarget {
+    /// `mysql://user:password@host:port/db` or the same with `mariadb://`.
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
+        let url = spec.url.replacen("mariadb://", "mysql://", 1);
+        let parsed = Opts::from_url(&url).map_err(|e| TargetError::Url {
+            url: spec.url_redacted(),
+            message: e.to_string(),
+        })?;
+        let opts: Opts = OptsBuilder::from_opts(parsed).prefer_socket(false).into();
+        let identity = Identity {
+            name: spec
+                .name
+                .clone()
+                .unwrap_or_else(|| spec.scheme().to_owned()),
+            kind: "mysql".into(),
+            url_redacted: spec.url_redacted(),
+        };
+        let control = connect(&opts, &identity).await?;
+        Ok(Box::new(MysqlTarget {
+            identity,
+            opts,
+            control,
+        }))
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> TargetError {
+        query_error(&self.identity, e)
+    }
+
+    async fn variables(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>, TargetError> {
+        let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(",");
+        let rows: Vec<(String, String)> = self
+            .control
+            .query(format!("SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"))
+            .await
+            .map_err(|e| query_error(&self.identity, e))?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
+    async fn ownership(&mut self, table: KvTable) -> Result<Option<bool>, TargetError> {
+        let comment: Option<String> = self
+            .control
+            .exec_first(
+                "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (DATABASE, table.name),
+            )
+            .await
+            .map_err(|e| query_error(&self.identity, e))?;
+        Ok(comment.map(|c| c == MARKER))
+    }
+
+    async fn ensure_ours_or_absent(&mut self, table: KvTable) -> Result<(), TargetError> {
+        match self.ownership(table).await? {
+            Some(false) => Err(TargetError::Foreign {
+                system: self.identity.name.clone(),
+                object: format!("table {}", physical(table)),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Target for MysqlTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let version: String = self
+                .control
+                .query_first("SELECT VERSION()")
+                .await
+                .map_err(|e| self.error(e))?
+                .unwrap_or_default();
+            let mut settings = self
+                .variables(&[
+                    "innodb_flush_log_at_trx_commit",
+                    "log_bin",
+                    "sync_binlog",
+                    "rpl_semi_sync_master_enabled",
+                    "default_storage_engine",
+                    "datadir",
+                ])
+                .await?;
+            settings.insert("transport".into(), "tcp".into());
+            let kind = if version.contains("MariaDB") { "mariadb" } else { "mysql" };
+            let local = is_local_host(self.opts.ip_or_hostname());
+            let data_dir = settings.remove("datadir").filter(|_| local).map(PathBuf::from);
+            let get = |name: &str| settings.get(name).map_or("", String::as_str);
+            let mut mismatches = Vec::new();
+            match durability {
+                Durability::C0 => {
+                    if get("innodb_flush_log_at_trx_commit") != "1" {
+                        mismatches.push(format!(
+                            "innodb_flush_log_at_trx_commit={} (needs 1: flush the redo log at every commit)",
+                            get("innodb_flush_log_at_trx_commit")
+                        ));
+                    }
+                    if get("log_bin") == "ON" && get("sync_binlog") != "1" {
+                        mismatches.push(format!(
+                            "sync_binlog={} with the binlog on (needs 1)",
+                            get("sync_binlog")
+                        ));
+                    }
+                    if get("rpl_semi_sync_master_enabled") == "ON" {
+                        mismatches.push(
+                            "rpl_semi_sync_master_enabled=ON (C0 has no replicas: needs OFF)".into(),
+                        );
+                    }
+                }
+            }
+            let pretty = match kind {
+                "mariadb" => format!("MariaDB {version}"),
+                _ => format!("MySQL {version}"),
+            };
+            Ok(Description {
+                kind: kind.into(),
+                version: pretty,
+                settings,
+                data_dir,
+                mismatches,
+            })
+        })
+    }
+
+    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            for table in tables {
+                self.ensure_ours_or_absent(*table).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn create_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+        rows: &'a [(i64, String)],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.ensure_ours_or_absent(table).await?;
+            let name = physical(table);
+            for ddl in [
+                format!("CREATE DATABASE IF NOT EXISTS {DATABASE}"),
+                format!("DROP TABLE IF EXISTS {name}"),
+                format!(
+                    "CREATE TABLE {name} (k BIGINT PRIMARY KEY, v VARCHAR({}) NOT NULL) ENGINE=InnoDB COMMENT='{MARKER}'",
+                    table.value_len
+                ),
+            ] {
+                self.control.query_drop(ddl).await.map_err(|e| self.error(e))?;
+            }
+            for chunk in rows.chunks(LOAD_BATCH) {
+                let placeholders = vec!["(?, ?)"; chunk.len()].join(",");
+                let params: Vec<mysql_async::Value> = chunk
+                    .iter()
+                    .flat_map(|(k, v)| [(*k).into(), v.as_str().into()])
+                    .collect();
+                self.control
+                    .exec_drop(format!("INSERT INTO {name} (k, v) VALUES {placeholders}"), params)
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let engine: Option<String> = self
+                .control
+                .exec_first(
+                    "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                    (DATABASE, table.name),
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            let key: Option<String> = self
+                .control
+                .exec_first(
+                    "SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'",
+                    (DATABASE, table.name),
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            if key.as_deref() != Some("k") {
+                return Err(self.error(format!(
+                    "{} has no primary key on k (information_schema.STATISTICS shows {key:?})",
+                    physical(table)
+                )));
+            }
+            if engine.as_deref() != Some("InnoDB") {
+                return Err(self.error(format!(
+                    "{} uses engine {engine:?}, not InnoDB: its commits are not durable the same way",
+                    physical(table)
+                )));
+            }
+            Ok(BTreeMap::from([
+                (format!("{}.primary_key", table.name), "k (information_schema.STATISTICS)".to_owned()),
+                (format!("{}.engine", table.name), "InnoDB".to_owned()),
+            ]))
+        })
+    }
+
+    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+        Box::pin(async move {
+            self.control
+                .query(format!("SELECT k, v FROM {} ORDER BY k", physical(table)))
+                .await
+                .map_err(|e| self.error(e))
+        })
+    }
+
+    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+        Box::pin(async move {
+            let count: Option<u64> = self
+                .control
+                .exec_first(
+                    format!("SELECT COUNT(*) FROM {} WHERE k >= ? AND k < ?", physical(table)),
+                    (low, high),
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(count.unwrap_or(0))
+        })
+    }
+
+    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            if self.ownership(table).await? == Some(true) {
+                self.control
+                    .query_drop(format!("DROP TABLE {}", physical(table)))
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_kv_workers(
+        &self,
+        size: usize,
+        read: KvTable,
+        write: KvTable,
+    ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
+        let opts = self.opts.clone();
+        let identity = self.identity.clone();
+        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?", physical(read)).into();
+        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write)).into();
+        let connector: Connector<MysqlSession> = Arc::new(move || {
+            let (opts, identity) = (opts.clone(), identity.clone());
+            let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
+            Box::pin(async move {
+                let mut conn = connect(&opts, &identity).await.map_err(|e| e.to_string())?;
+                let read = conn
+                    .prep(&*read_sql)
+                    .await
+                    .map_err(|e| query_error(&identity, e).to_string())?;
+                let insert = conn
+                    .prep(&*write_sql)
+                    .await
+                    .map_err(|e| query_error(&identity, e).to_string())?;
+                Ok(MysqlSession { conn, read, insert })
+            })
+        });
+        Box::pin(async move {
+            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            Ok(async_workers(pool))
+        })
+    }
+}
+
+struct MysqlSession {
+    conn: Conn,
+    read: Statement,
+    insert: Statement,
+}
+
+fn my_op_error(e: mysql_async::Error) -> OpError {
+    op_error(e.is_fatal(), e)
+}
+
+impl KvSession for MysqlSession {
+    async fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
+        self.conn
+            .exec_drop(&self.insert, (key, value))
+            .await
+            .map_err(my_op_error)
+    }
+
+    async fn read(&mut self, key: i64) -> Result<usize, OpError> {
+        match self.conn.exec_first::<String, _, _>(&self.read, (key,)).await {
+            Ok(Some(value)) => Ok(value.len()),
+            Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
+            Err(e) => Err(my_op_error(e)),
+        }
+    }
+}

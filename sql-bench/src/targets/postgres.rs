@@ -1,0 +1,409 @@
+//! PostgreSQL (and servers speaking its protocol) through tokio-postgres: one connection per
+//! worker, no pool, statements prepared before the window opens. fairbench's tables live in
+//! the `fairbench` schema and carry a comment that marks them as fairbench's.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector, Pool};
+use tokio_postgres::config::Host;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::{
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host, op_error,
+};
+use crate::durability::Durability;
+use crate::suites::crud::workers::async_workers;
+
+const SCHEMA: &str = "fairbench";
+const MARKER: &str = "created by fairbench";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct PostgresTarget {
+    identity: Identity,
+    config: Config,
+    control: Client,
+}
+
+fn physical(table: KvTable) -> String {
+    format!("{SCHEMA}.{}", table.name)
+}
+
+/// Connects and drives the connection on its own task; dropping the client ends both.
+async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
+    let attempt = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await;
+    let (client, connection) = match attempt {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Err(connect_error(identity, &e)),
+        Err(_) => {
+            return Err(TargetError::Connect {
+                system: identity.name.clone(),
+                url: identity.url_redacted.clone(),
+                message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
+            });
+        }
+    };
+    tokio::spawn(async move {
+        // A connection error surfaces on the client's next call; nothing to do here.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError {
+    let detail = match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    };
+    let hint = if detail.contains("refused") {
+        " — is the server running? (scripts/services start)"
+    } else {
+        ""
+    };
+    TargetError::Connect {
+        system: identity.name.clone(),
+        url: identity.url_redacted.clone(),
+        message: format!("{detail}{hint}"),
+    }
+}
+
+fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
+    TargetError::Query {
+        system: identity.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+/// The most useful text of a tokio-postgres error: the server's own message when there is one.
+fn describe_error(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+impl PostgresTarget {
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
+        let url = spec.url.replacen("postgresql://", "postgres://", 1);
+        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| TargetError::Url {
+            url: spec.url_redacted(),
+            message: e.to_string(),
+        })?;
+        config.application_name("fairbench");
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let identity = Identity {
+            name: spec.name.clone().unwrap_or_else(|| "postgres".into()),
+            kind: "postgres".into(),
+            url_redacted: spec.url_redacted(),
+        };
+        let control = connect(&config, &identity).await?;
+        Ok(Box::new(PostgresTarget {
+            identity,
+            config,
+            control,
+        }))
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> TargetError {
+        query_error(&self.identity, e)
+    }
+
+    async fn query_value(&self, sql: &str) -> Result<String, TargetError> {
+        let row = self
+            .control
+            .query_one(sql, &[])
+            .await
+            .map_err(|e| self.error(describe_error(&e)))?;
+        Ok(row.get(0))
+    }
+
+    fn is_local(&self) -> bool {
+        self.config.get_hosts().iter().all(|host| match host {
+            Host::Tcp(name) => is_local_host(name),
+            Host::Unix(_) => true,
+        })
+    }
+
+    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
+    async fn ownership(&self, table: KvTable) -> Result<Option<bool>, TargetError> {
+        let row = self
+            .control
+            .query_opt(
+                "SELECT coalesce(obj_description(c.oid, 'pg_class'), '')
+                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = $1 AND c.relname = $2",
+                &[&SCHEMA, &table.name],
+            )
+            .await
+            .map_err(|e| self.error(describe_error(&e)))?;
+        Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
+    }
+
+    async fn ensure_ours_or_absent(&self, table: KvTable) -> Result<(), TargetError> {
+        match self.ownership(table).await? {
+            Some(false) => Err(TargetError::Foreign {
+                system: self.identity.name.clone(),
+                object: format!("relation {}", physical(table)),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Target for PostgresTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let full = self.query_value("SELECT version()").await?;
+            let version = full.split(" on ").next().unwrap_or(&full).to_owned();
+            let rows = self
+                .control
+                .query(
+                    "SELECT name, setting FROM pg_settings WHERE name = ANY($1)",
+                    &[&vec![
+                        "fsync",
+                        "synchronous_commit",
+                        "wal_sync_method",
+                        "full_page_writes",
+                        "synchronous_standby_names",
+                        "data_directory",
+                    ]],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            let mut settings: BTreeMap<String, String> =
+                rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let standbys = self
+                .control
+                .query_one("SELECT count(*) FROM pg_stat_replication", &[])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?
+                .get::<_, i64>(0);
+            settings.insert("pg_stat_replication.standbys".into(), standbys.to_string());
+            let data_dir = settings
+                .remove("data_directory")
+                .filter(|_| self.is_local())
+                .map(PathBuf::from);
+            let get = |name: &str| settings.get(name).map_or("(not visible)", String::as_str);
+            let mut mismatches = Vec::new();
+            match durability {
+                Durability::C0 => {
+                    if get("fsync") != "on" {
+                        mismatches.push(format!("fsync={} (needs on)", get("fsync")));
+                    }
+                    if !matches!(get("synchronous_commit"), "on" | "local" | "remote_write" | "remote_apply") {
+                        mismatches.push(format!(
+                            "synchronous_commit={} (needs on: a commit waits for its WAL flush)",
+                            get("synchronous_commit")
+                        ));
+                    }
+                    if !get("synchronous_standby_names").is_empty() {
+                        mismatches.push(format!(
+                            "synchronous_standby_names='{}' (C0 has no standbys: needs '')",
+                            get("synchronous_standby_names")
+                        ));
+                    }
+                }
+            }
+            let kind = if full.starts_with("CockroachDB") {
+                "cockroachdb"
+            } else {
+                "postgres"
+            };
+            Ok(Description {
+                kind: kind.into(),
+                version,
+                settings,
+                data_dir,
+                mismatches,
+            })
+        })
+    }
+
+    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            for table in tables {
+                self.ensure_ours_or_absent(*table).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn create_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+        rows: &'a [(i64, String)],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.ensure_ours_or_absent(table).await?;
+            let name = physical(table);
+            let ddl = format!(
+                "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+                 DROP TABLE IF EXISTS {name};
+                 CREATE TABLE {name} (k BIGINT PRIMARY KEY, v VARCHAR({}) NOT NULL);
+                 COMMENT ON TABLE {name} IS '{MARKER}';",
+                table.value_len
+            );
+            self.control
+                .batch_execute(&ddl)
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            let keys: Vec<i64> = rows.iter().map(|(k, _)| *k).collect();
+            let values: Vec<&str> = rows.iter().map(|(_, v)| v.as_str()).collect();
+            self.control
+                .execute(
+                    &format!("INSERT INTO {name} (k, v) SELECT * FROM unnest($1::bigint[], $2::text[])"),
+                    &[&keys, &values],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(())
+        })
+    }
+
+    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let row = self
+                .control
+                .query_opt(
+                    "SELECT c.relpersistence::text,
+                            (SELECT string_agg(a.attname, ',' ORDER BY a.attnum)
+                               FROM pg_index i
+                               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
+                              WHERE i.indrelid = c.oid AND i.indisprimary)
+                       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = $1 AND c.relname = $2",
+                    &[&SCHEMA, &table.name],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?
+                .ok_or_else(|| self.error(format!("{} does not exist", physical(table))))?;
+            let persistence: String = row.get(0);
+            let primary_key: Option<String> = row.get(1);
+            if primary_key.as_deref() != Some("k") {
+                return Err(self.error(format!(
+                    "{} has no primary key on k (pg_index shows {primary_key:?})",
+                    physical(table)
+                )));
+            }
+            if persistence != "p" {
+                return Err(self.error(format!(
+                    "{} is not a logged table (relpersistence={persistence}): its writes skip the WAL",
+                    physical(table)
+                )));
+            }
+            Ok(BTreeMap::from([
+                (format!("{}.primary_key", table.name), "k (btree, pg_index)".to_owned()),
+                (format!("{}.persistence", table.name), "logged".to_owned()),
+            ]))
+        })
+    }
+
+    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+        Box::pin(async move {
+            let rows = self
+                .control
+                .query(&format!("SELECT k, v FROM {} ORDER BY k", physical(table)), &[])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+        Box::pin(async move {
+            let row = self
+                .control
+                .query_one(
+                    &format!("SELECT count(*) FROM {} WHERE k >= $1 AND k < $2", physical(table)),
+                    &[&low, &high],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            if self.ownership(table).await? == Some(true) {
+                self.control
+                    .batch_execute(&format!("DROP TABLE {}", physical(table)))
+                    .await
+                    .map_err(|e| self.error(describe_error(&e)))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_kv_workers(
+        &self,
+        size: usize,
+        read: KvTable,
+        write: KvTable,
+    ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
+        let config = self.config.clone();
+        let identity = self.identity.clone();
+        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = $1", physical(read)).into();
+        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES ($1, $2)", physical(write)).into();
+        let connector: Connector<PgSession> = Arc::new(move || {
+            let (config, identity) = (config.clone(), identity.clone());
+            let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
+            Box::pin(async move {
+                let client = connect(&config, &identity).await.map_err(|e| e.to_string())?;
+                let prepare = |sql: Arc<str>| {
+                    let client = &client;
+                    let identity = &identity;
+                    async move {
+                        client
+                            .prepare(&sql)
+                            .await
+                            .map_err(|e| query_error(identity, describe_error(&e)).to_string())
+                    }
+                };
+                let read = prepare(read_sql).await?;
+                let insert = prepare(write_sql).await?;
+                Ok(PgSession { client, read, insert })
+            })
+        });
+        Box::pin(async move {
+            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            Ok(async_workers(pool))
+        })
+    }
+}
+
+struct PgSession {
+    client: Client,
+    read: Statement,
+    insert: Statement,
+}
+
+fn pg_op_error(e: tokio_postgres::Error) -> OpError {
+    op_error(e.is_closed(), describe_error(&e))
+}
+
+impl KvSession for PgSession {
+    async fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
+        self.client
+            .execute(&self.insert, &[&key, &value])
+            .await
+            .map(drop)
+            .map_err(pg_op_error)
+    }
+
+    async fn read(&mut self, key: i64) -> Result<usize, OpError> {
+        match self.client.query_opt(&self.read, &[&key]).await {
+            Ok(Some(row)) => Ok(row.get::<_, &str>(0).len()),
+            Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
+            Err(e) => Err(pg_op_error(e)),
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! SQLite, embedded in the client process: a database file (by default in the results folder)
+//! in WAL mode with `synchronous=FULL`, so a commit is durable when it returns. SQLite admits
+//! one writer at a time; writers queue on an in-process lock rather than SQLite's sleeping
+//! busy handler, as an application embedding SQLite does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector, Pool};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{BlockingKvSession, Description, Identity, KvTable, KvWorkers, Target, TargetError};
+use crate::durability::Durability;
+use crate::suites::crud::workers::blocking_workers;
+
+/// Every fairbench table carries this prefix (SQLite has no schemas).
+const PREFIX: &str = "fairbench_";
+/// Lists the tables fairbench created in this file: its ownership marker.
+const MARKER_TABLE: &str = "fairbench_objects";
+
+pub struct SqliteTarget {
+    identity: Identity,
+    path: PathBuf,
+    control: Connection,
+    write_lock: Arc<Mutex<()>>,
+}
+
+fn physical(table: KvTable) -> String {
+    format!("{PREFIX}{}", table.name)
+}
+
+/// Opens a connection configured for durable commits.
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(Duration::from_secs(120))?;
+    Ok(conn)
+}
+
+impl SqliteTarget {
+    /// `sqlite` (a file in the results folder), `sqlite:PATH` or `sqlite://PATH`.
+    pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Target>, TargetError> {
+        let rest = spec.url.strip_prefix("sqlite").unwrap_or_default();
+        let rest = rest.strip_prefix("://").or_else(|| rest.strip_prefix(':')).unwrap_or(rest);
+        let path = if rest.is_empty() {
+            results_dir.join("sqlite").join("fairbench.db")
+        } else {
+            PathBuf::from(rest)
+        };
+        let name = spec.name.clone().unwrap_or_else(|| "sqlite".into());
+        let connect_error = |message: String| TargetError::Connect {
+            system: name.clone(),
+            url: path.display().to_string(),
+            message,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| connect_error(e.to_string()))?;
+        }
+        let control = connect(&path).map_err(|e| connect_error(e.to_string()))?;
+        Ok(Box::new(SqliteTarget {
+            identity: Identity {
+                name: name.clone(),
+                kind: "sqlite".into(),
+                url_redacted: format!("sqlite:{}", path.display()),
+            },
+            path,
+            control,
+            write_lock: Arc::new(Mutex::new(())),
+        }))
+    }
+
+    fn is_ours(&self, table: &str) -> rusqlite::Result<Option<bool>> {
+        let exists = self
+            .control
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE name = ?1",
+                [table],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
+        if !exists {
+            return Ok(None);
+        }
+        let marked = self.has_marker_table()?
+            && self
+                .control
+                .query_row(
+                    &format!("SELECT 1 FROM {MARKER_TABLE} WHERE name = ?1"),
+                    [table],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some();
+        Ok(Some(marked))
+    }
+
+    fn has_marker_table(&self) -> rusqlite::Result<bool> {
+        Ok(self
+            .control
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [MARKER_TABLE],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    fn ensure_ours_or_absent(&self, table: KvTable) -> Result<(), TargetError> {
+        let name = physical(table);
+        match self.is_ours(&name).map_err(|e| query_error(&self.identity, e))? {
+            Some(false) => Err(TargetError::Foreign {
+                system: self.identity.name.clone(),
+                object: format!("table {name} in {}", self.path.display()),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn create(&mut self, table: KvTable, rows: &[(i64, String)]) -> Result<(), TargetError> {
+        self.ensure_ours_or_absent(table)?;
+        let name = physical(table);
+        let tx = self.control.transaction().map_err(|e| query_error(&self.identity, e))?;
+        tx.execute_batch(&format!(
+            "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
+             DROP TABLE IF EXISTS {name};
+             CREATE TABLE {name} (k INTEGER PRIMARY KEY, v TEXT NOT NULL);
+             INSERT OR IGNORE INTO {MARKER_TABLE} (name) VALUES ('{name}');"
+        ))
+        .map_err(|e| query_error(&self.identity, e))?;
+        {
+            let mut insert = tx
+                .prepare(&format!("INSERT INTO {name} (k, v) VALUES (?1, ?2)"))
+                .map_err(|e| query_error(&self.identity, e))?;
+            for (k, v) in rows {
+                insert
+                    .execute(params![k, v])
+                    .map_err(|e| query_error(&self.identity, e))?;
+            }
+        }
+        tx.commit().map_err(|e| query_error(&self.identity, e))
+    }
+}
+
+fn query_error(identity: &Identity, e: impl ToString) -> TargetError {
+    TargetError::Query {
+        system: identity.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+impl Target for SqliteTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let read = |sql: &str| -> Result<String, TargetError> {
+                self.control
+                    .query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
+                    .map(|v| match v {
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        other => format!("{other:?}"),
+                    })
+                    .map_err(|e| query_error(&self.identity, e))
+            };
+            let version = read("SELECT sqlite_version()")?;
+            let journal_mode = read("PRAGMA journal_mode")?;
+            let synchronous = read("PRAGMA synchronous")?;
+            let mut mismatches = Vec::new();
+            match durability {
+                Durability::C0 => {
+                    if !journal_mode.eq_ignore_ascii_case("wal") {
+                        mismatches.push(format!("journal_mode={journal_mode} (needs wal)"));
+                    }
+                    if synchronous.parse::<i64>().unwrap_or(0) < 2 {
+                        mismatches.push(format!("synchronous={synchronous} (needs 2, FULL)"));
+                    }
+                }
+            }
+            let settings = BTreeMap::from([
+                ("journal_mode".to_owned(), journal_mode),
+                ("synchronous".to_owned(), synchronous),
+                ("writers".to_owned(), "one at a time, queued in-process".to_owned()),
+            ]);
+            Ok(Description {
+                kind: "sqlite".into(),
+                version: format!("SQLite {version}"),
+                settings,
+                data_dir: self.path.parent().map(Path::to_path_buf),
+                mismatches,
+            })
+        })
+    }
+
+    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { tables.iter().try_for_each(|t| self.ensure_ours_or_absent(*t)) })
+    }
+
+    fn create_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+        rows: &'a [(i64, String)],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { tokio::task::block_in_place(|| self.create(table, rows)) })
+    }
+
+    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let name = physical(table);
+            let mut stmt = self
+                .control
+                .prepare(&format!("PRAGMA table_info({name})"))
+                .map_err(|e| query_error(&self.identity, e))?;
+            let columns: Vec<(String, String, i64)> = stmt
+                .query_map([], |r| Ok((r.get(1)?, r.get(2)?, r.get(5)?)))
+                .and_then(Iterator::collect)
+                .map_err(|e| query_error(&self.identity, e))?;
+            let key_is_rowid = columns
+                .iter()
+                .any(|(col, ty, pk)| col == "k" && ty.eq_ignore_ascii_case("INTEGER") && *pk == 1);
+            if !key_is_rowid {
+                return Err(query_error(
+                    &self.identity,
+                    format!("{name} has no INTEGER PRIMARY KEY on k (table_info: {columns:?})"),
+                ));
+            }
+            Ok(BTreeMap::from([(
+                format!("{}.primary_key", table.name),
+                "k (INTEGER PRIMARY KEY: the rowid b-tree)".to_owned(),
+            )]))
+        })
+    }
+
+    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+        Box::pin(async move {
+            let mut stmt = self
+                .control
+                .prepare(&format!("SELECT k, v FROM {} ORDER BY k", physical(table)))
+                .map_err(|e| query_error(&self.identity, e))?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .and_then(Iterator::collect)
+                .map_err(|e| query_error(&self.identity, e))
+        })
+    }
+
+    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+        Box::pin(async move {
+            self.control
+                .query_row(
+                    &format!("SELECT count(*) FROM {} WHERE k >= ?1 AND k < ?2", physical(table)),
+                    [low, high],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n as u64)
+                .map_err(|e| query_error(&self.identity, e))
+        })
+    }
+
+    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            let name = physical(table);
+            if self.is_ours(&name).map_err(|e| query_error(&self.identity, e))? == Some(true) {
+                self.control
+                    .execute_batch(&format!(
+                        "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
+                    ))
+                    .map_err(|e| query_error(&self.identity, e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_kv_workers(
+        &self,
+        size: usize,
+        read: KvTable,
+        write: KvTable,
+    ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
+        let path = self.path.clone();
+        let write_lock = self.write_lock.clone();
+        let identity = self.identity.clone();
+        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?1", physical(read)).into();
+        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES (?1, ?2)", physical(write)).into();
+        let connector: Connector<SqliteSession> = Arc::new(move || {
+            let (path, write_lock, read_sql, write_sql) =
+                (path.clone(), write_lock.clone(), read_sql.clone(), write_sql.clone());
+            let identity = identity.clone();
+            Box::pin(async move {
+                let conn = connect(&path).map_err(|e| query_error(&identity, e).to_string())?;
+                Ok(SqliteSession {
+                    conn,
+                    write_lock,
+                    read_sql,
+                    write_sql,
+                })
+            })
+        });
+        let identity = self.identity.clone();
+        Box::pin(async move {
+            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            Ok(blocking_workers(pool))
+        })
+    }
+}
+
+struct SqliteSession {
+    conn: Connection,
+    write_lock: Arc<Mutex<()>>,
+    read_sql: Arc<str>,
+    write_sql: Arc<str>,
+}
+
+impl BlockingKvSession for SqliteSession {
+    fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
+        let _writer = self.write_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stmt = self.conn.prepare_cached(&self.write_sql).map_err(failed)?;
+        stmt.execute(params![key, value]).map(drop).map_err(failed)
+    }
+
+    fn read(&mut self, key: i64) -> Result<usize, OpError> {
+        let mut stmt = self.conn.prepare_cached(&self.read_sql).map_err(failed)?;
+        match stmt.query_row([key], |r| Ok(r.get_ref(0)?.as_str().map(str::len))) {
+            Ok(Ok(len)) => Ok(len),
+            Ok(Err(e)) => Err(failed(e)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => {
+                Err(OpError::Failed(format!("key {key} not found")))
+            }
+            Err(e) => Err(failed(e)),
+        }
+    }
+}
+
+fn failed(e: impl ToString) -> OpError {
+    OpError::Failed(e.to_string())
+}
