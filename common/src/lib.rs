@@ -8,6 +8,7 @@ pub mod driver;
 pub mod environment;
 pub mod human;
 pub mod interrupt;
+pub mod lanes;
 pub mod options;
 pub mod pacing;
 pub mod pool;

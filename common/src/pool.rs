@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::driver::{BlockingOperation, Operation};
+use crate::lanes::Lanes;
 use crate::window::{WindowOutcome, WindowPlan, run_async, run_blocking};
 
 /// A boxed future, for the object-safe control paths of tools (never the hot path).
@@ -20,11 +21,12 @@ pub struct Pool<S> {
 }
 
 impl<S: Send + 'static> Pool<S> {
-    /// Opens `size` sessions, one after the other, before anything is measured.
+    /// Opens `size` sessions, one after the other, before anything is measured. Session `i`
+    /// is opened on the lane it will always run on.
     pub async fn open(size: usize, connect: Connector<S>) -> Result<Pool<S>, String> {
         let mut sessions = Vec::with_capacity(size);
-        for _ in 0..size {
-            sessions.push(Some(connect().await?));
+        for slot in 0..size {
+            sessions.push(Some(open_on_lane(slot, &connect).await?));
         }
         Ok(Pool { sessions, connect })
     }
@@ -35,9 +37,9 @@ impl<S: Send + 'static> Pool<S> {
 
     /// Reopens any of the first `n` sessions lost in an earlier window.
     async fn ensure(&mut self, n: usize) -> Result<(), String> {
-        for slot in self.sessions.iter_mut().take(n) {
+        for (index, slot) in self.sessions.iter_mut().take(n).enumerate() {
             if slot.is_none() {
-                *slot = Some((self.connect)().await?);
+                *slot = Some(open_on_lane(index, &self.connect).await?);
             }
         }
         Ok(())
@@ -91,6 +93,13 @@ impl<S: Send + 'static> Pool<S> {
         self.put_back(keep_healthy(ops, &outcome, back));
         Ok(outcome)
     }
+}
+
+async fn open_on_lane<S: Send + 'static>(slot: usize, connect: &Connector<S>) -> Result<S, String> {
+    Lanes::shared()
+        .spawn(slot, connect())
+        .await
+        .map_err(|e| format!("opening a session failed: {e}"))?
 }
 
 /// After a fatal error, which session failed is not known: reopen them all, which is cheap

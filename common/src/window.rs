@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cputime::process_cpu_ns;
 use crate::driver::{BlockingOperation, Operation, WorkerCtx, drive, drive_blocking};
+use crate::lanes::Lanes;
 use crate::pacing::Pace;
 use crate::progress::ProgressTx;
 use crate::recorder::Recorder;
@@ -93,7 +94,8 @@ impl WindowOutcome {
     }
 }
 
-/// Runs one window with one tokio task per operation. Returns the operations that came back
+/// Runs one window with one task per operation, each on the lane of its slot (where its
+/// session was opened). Returns the operations that came back
 /// (in order; `None` for a worker abandoned at the ceiling) and the merged outcome.
 pub async fn run_async<O: Operation + 'static>(
     ops: Vec<O>,
@@ -102,11 +104,13 @@ pub async fn run_async<O: Operation + 'static>(
     let cpu_before = process_cpu_ns();
     let workers = ops.len();
     let (start, contexts) = plan.contexts(workers);
+    let lanes = Lanes::shared();
     let tasks: Vec<_> = ops
         .into_iter()
         .zip(contexts)
-        .map(|(mut op, ctx)| {
-            tokio::spawn(async move {
+        .enumerate()
+        .map(|(slot, (mut op, ctx))| {
+            lanes.spawn(slot, async move {
                 let recorder = drive(&mut op, &ctx).await;
                 (op, recorder, Instant::now())
             })

@@ -33,10 +33,10 @@ fn physical(table: KvTable) -> String {
     format!("{SCHEMA}.{}", table.name)
 }
 
-/// Connects and drives the connection on its own task; dropping the client ends both.
+/// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
+/// called; dropping the client ends both.
 async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let attempt = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await;
-    let (client, connection) = match attempt {
+    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
         Ok(Ok(pair)) => pair,
         Ok(Err(e)) => return Err(connect_error(identity, &e)),
         Err(_) => {
@@ -380,6 +380,7 @@ impl Target for PostgresTarget {
     }
 }
 
+/// A worker's connection, opened on the lane it runs on.
 struct PgSession {
     client: Client,
     read: Statement,

@@ -304,7 +304,6 @@ impl Target for SqliteTarget {
                 })
             })
         });
-        let identity = self.identity.clone();
         Box::pin(async move {
             let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
             Ok(blocking_workers(pool))
