@@ -18,14 +18,17 @@ fn recording(c: &mut Criterion) {
         })
     });
     let mut open = Recorder::new(true);
-    c.bench_function("record one open-loop operation (latency, service, lag)", |b| {
-        b.iter(|| {
-            latency = (latency * 7 + 13) % 5_000_000 + 10_000;
-            let d = Duration::from_nanos(latency);
-            open.record_ok(std::hint::black_box(d), d / 2);
-            open.record_lag(d / 4, false);
-        })
-    });
+    c.bench_function(
+        "record one open-loop operation (latency, service, lag)",
+        |b| {
+            b.iter(|| {
+                latency = (latency * 7 + 13) % 5_000_000 + 10_000;
+                let d = Duration::from_nanos(latency);
+                open.record_ok(std::hint::black_box(d), d / 2);
+                open.record_lag(d / 4, false);
+            })
+        },
+    );
 }
 
 fn pacing(c: &mut Criterion) {

@@ -9,7 +9,10 @@ pub fn now_rfc3339() -> String {
 
 /// `20261130T034128Z`, for folder names and run ids.
 pub fn compact(rfc3339: &str) -> String {
-    rfc3339.chars().filter(|c| !matches!(c, '-' | ':')).collect()
+    rfc3339
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect()
 }
 
 #[cfg(test)]

@@ -73,9 +73,7 @@ impl Loop {
     ) -> bool {
         let ended = Instant::now();
         match result {
-            Ok(()) => self
-                .recorder
-                .record_ok(ended - intended, ended - started),
+            Ok(()) => self.recorder.record_ok(ended - intended, ended - started),
             Err(OpError::Failed(message)) => self.recorder.record_error(&message),
             Err(OpError::Fatal(message)) => {
                 self.recorder.record_error(&message);

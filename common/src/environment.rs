@@ -85,7 +85,11 @@ pub fn loadavg() -> [f64; 3] {
 
 /// Waits until the 1-minute load average is at most `threshold`, checking every few seconds,
 /// for at most `max_wait`. Reports what it saw either way; never blocks longer.
-pub fn wait_for_quiet(threshold: f64, max_wait: Duration, mut on_wait: impl FnMut(f64)) -> LoadGate {
+pub fn wait_for_quiet(
+    threshold: f64,
+    max_wait: Duration,
+    mut on_wait: impl FnMut(f64),
+) -> LoadGate {
     let began = Instant::now();
     loop {
         let load = loadavg()[0];

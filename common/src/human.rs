@@ -53,7 +53,7 @@ fn parse_scaled(text: &str) -> Result<f64, String> {
 /// Formats a duration the way it would be typed (`10s`, `1.5s`, `250ms`).
 pub fn format_duration(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else if ms >= 1000 {
         format!("{:.1}s", duration.as_secs_f64())
@@ -139,7 +139,11 @@ mod tests {
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
         assert!(parse_duration("0s").unwrap_err().contains("positive"));
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("ten").unwrap_err().contains("not a duration"));
+        assert!(
+            parse_duration("ten")
+                .unwrap_err()
+                .contains("not a duration")
+        );
     }
 
     #[test]

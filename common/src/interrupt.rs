@@ -11,7 +11,9 @@ pub fn install() -> Arc<AtomicBool> {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             set.store(true, Ordering::SeqCst);
-            eprintln!("\ninterrupted: finishing the current window and writing the report (Ctrl-C again to quit now)");
+            eprintln!(
+                "\ninterrupted: finishing the current window and writing the report (Ctrl-C again to quit now)"
+            );
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
             }

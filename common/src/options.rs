@@ -73,13 +73,17 @@ impl CommonOpts {
             if let Some(name) = &spec.name
                 && !names.insert(name.clone())
             {
-                return Err(format!("two targets are named `{name}`; give each a distinct NAME="));
+                return Err(format!(
+                    "two targets are named `{name}`; give each a distinct NAME="
+                ));
             }
         }
         if let Some(gate) = self.load_gate
             && !(gate.is_finite() && gate > 0.0)
         {
-            return Err(format!("--load-gate {gate} must be a positive load average"));
+            return Err(format!(
+                "--load-gate {gate} must be a positive load average"
+            ));
         }
         Ok(())
     }
@@ -186,7 +190,10 @@ mod tests {
         let spec = TargetSpec::parse("pg=postgres://bench:s3cret@127.0.0.1:5432/db").unwrap();
         let json = serde_json::to_string(&spec).unwrap();
         assert!(!json.contains("s3cret"), "{json}");
-        assert!(json.contains("pg=postgres://bench:***@127.0.0.1:5432/db"), "{json}");
+        assert!(
+            json.contains("pg=postgres://bench:***@127.0.0.1:5432/db"),
+            "{json}"
+        );
     }
 
     #[test]

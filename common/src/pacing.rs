@@ -151,7 +151,10 @@ mod tests {
         assert!(matches!(schedule.tick(late), Tick::Go { .. }));
         assert_eq!(schedule.issued(), 3);
         // The fourth tick (30 ms) is due inside the window, the fifth (40 ms) is not.
-        assert!(matches!(schedule.tick(late + Duration::from_millis(20)), Tick::Go { .. }));
+        assert!(matches!(
+            schedule.tick(late + Duration::from_millis(20)),
+            Tick::Go { .. }
+        ));
         assert_eq!(schedule.tick(late + Duration::from_millis(20)), Tick::Stop);
     }
 

@@ -70,7 +70,12 @@ impl<S: Send + 'static> Pool<S> {
         back: impl FnMut(O) -> S,
     ) -> Result<WindowOutcome, String> {
         self.ensure(n).await?;
-        let ops = self.take(n).into_iter().enumerate().map(|(i, s)| make(i, s)).collect();
+        let ops = self
+            .take(n)
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| make(i, s))
+            .collect();
         let (ops, outcome) = run_async(ops, plan).await;
         self.put_back(keep_healthy(ops, &outcome, back));
         Ok(outcome)
@@ -85,7 +90,12 @@ impl<S: Send + 'static> Pool<S> {
         back: impl FnMut(O) -> S,
     ) -> Result<WindowOutcome, String> {
         self.ensure(n).await?;
-        let ops: Vec<O> = self.take(n).into_iter().enumerate().map(|(i, s)| make(i, s)).collect();
+        let ops: Vec<O> = self
+            .take(n)
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| make(i, s))
+            .collect();
         let plan = plan.clone();
         let (ops, outcome) = tokio::task::spawn_blocking(move || run_blocking(ops, &plan))
             .await
@@ -156,10 +166,19 @@ mod tests {
             interrupt: Arc::new(AtomicBool::new(false)),
             progress: None,
         };
-        let outcome = pool.run_async(2, &plan, |_, s| Op(s), |op| op.0).await.unwrap();
+        let outcome = pool
+            .run_async(2, &plan, |_, s| Op(s), |op| op.0)
+            .await
+            .unwrap();
         assert!(outcome.recorder.fatal.is_some());
-        let outcome = pool.run_async(2, &plan, |_, s| Op(s), |op| op.0).await.unwrap();
-        assert!(outcome.recorder.fatal.is_none(), "sessions 2 and 3 are healthy");
+        let outcome = pool
+            .run_async(2, &plan, |_, s| Op(s), |op| op.0)
+            .await
+            .unwrap();
+        assert!(
+            outcome.recorder.fatal.is_none(),
+            "sessions 2 and 3 are healthy"
+        );
         assert_eq!(opened.load(Ordering::SeqCst), 4);
         let ids: Vec<usize> = pool.sessions.iter().flatten().map(|s| s.id).collect();
         assert_eq!(ids, vec![2, 3]);

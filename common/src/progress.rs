@@ -37,7 +37,10 @@ impl Snapshot {
 #[derive(Debug)]
 pub enum Message {
     /// A window opens: what is measured and for how long.
-    Window { label: String, duration: Duration },
+    Window {
+        label: String,
+        duration: Duration,
+    },
     Snapshot(Snapshot),
     /// A line to keep above the progress line (a finished window, a phase, a warning).
     Line(String),
@@ -128,9 +131,10 @@ impl WindowView {
             }
         }
         let rate = ok as f64 / elapsed.as_secs_f64().max(1e-3);
-        let p99 = merged
-            .filter(|h| !h.is_empty())
-            .map_or_else(|| "–".into(), |h| format_latency_ns(h.value_at_quantile(0.99)));
+        let p99 = merged.filter(|h| !h.is_empty()).map_or_else(
+            || "–".into(),
+            |h| format_latency_ns(h.value_at_quantile(0.99)),
+        );
         let errors = if errors > 0 {
             format!(" · {errors} errors")
         } else {

@@ -46,7 +46,7 @@ pub fn rounds(warmup: u32, rounds: u32) -> impl Iterator<Item = Round> {
 /// odd ones, so no system is always first after the others (A B, B A, A B, …).
 pub fn round_order(systems: usize, index: u32) -> Vec<usize> {
     let mut order: Vec<usize> = (0..systems).collect();
-    if index % 2 == 1 {
+    if !index.is_multiple_of(2) {
         order.reverse();
     }
     order
@@ -209,8 +209,8 @@ impl CellBuilder {
         cell.schedule_lag_ns = self.lag.as_ref().and_then(percentiles);
         if cell.target_rate.is_some() {
             cell.missed_ticks = Some(self.missed_ticks);
-            cell.achieved_rate =
-                (self.measured_ns > 0).then(|| self.started_ops as f64 * 1e9 / self.measured_ns as f64);
+            cell.achieved_rate = (self.measured_ns > 0)
+                .then(|| self.started_ops as f64 * 1e9 / self.measured_ns as f64);
         }
         let completed = cell.counts.ok + cell.counts.error;
         cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
@@ -259,7 +259,10 @@ mod tests {
     }
 
     fn builder(rounds: u32) -> CellBuilder {
-        CellBuilder::new(Cell::new("read 16c", "pg", "ops/s", 16, rounds), Duration::from_secs(120))
+        CellBuilder::new(
+            Cell::new("read 16c", "pg", "ops/s", 16, rounds),
+            Duration::from_secs(120),
+        )
     }
 
     #[test]

@@ -194,7 +194,10 @@ mod tests {
         }
         let decoded = decode_histogram(&encode_histogram(&r.latency)).unwrap();
         assert_eq!(decoded.len(), 1000);
-        assert_eq!(decoded.value_at_quantile(0.5), r.latency.value_at_quantile(0.5));
+        assert_eq!(
+            decoded.value_at_quantile(0.5),
+            r.latency.value_at_quantile(0.5)
+        );
         assert!(decode_histogram("not base64!").is_err());
     }
 }

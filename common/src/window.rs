@@ -244,7 +244,10 @@ mod tests {
         assert!(back.iter().all(Option::is_some));
         assert_eq!(outcome.stuck_workers, 0);
         // Four workers × about 20 operations each.
-        assert!((50..=84).contains(&outcome.recorder.counts.ok), "{outcome:?}");
+        assert!(
+            (50..=84).contains(&outcome.recorder.counts.ok),
+            "{outcome:?}"
+        );
         assert!(outcome.elapsed >= Duration::from_millis(200));
         assert!(outcome.throughput() > 200.0);
     }

@@ -11,9 +11,15 @@ use crate::results::Report;
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     #[error("cannot use {path} as the results folder: {source}")]
-    Folder { path: PathBuf, source: std::io::Error },
+    Folder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write {path}: {source}")]
-    File { path: PathBuf, source: std::io::Error },
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 #[derive(Debug, Clone)]

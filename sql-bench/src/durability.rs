@@ -14,7 +14,9 @@ impl Durability {
     /// The section title of a report measured in this configuration.
     pub fn section(self) -> &'static str {
         match self {
-            Durability::C0 => "C0 — 1 node each, a write is acknowledged after a local WAL/journal fsync",
+            Durability::C0 => {
+                "C0 — 1 node each, a write is acknowledged after a local WAL/journal fsync"
+            }
         }
     }
 }

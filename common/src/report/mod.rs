@@ -21,11 +21,13 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
     };
     let mut out = Vec::new();
     for workload in workloads(report) {
-        let Some(base) = find(report, &workload, reference).and_then(Cell::usable_throughput) else {
+        let Some(base) = find(report, &workload, reference).and_then(Cell::usable_throughput)
+        else {
             continue;
         };
         for system in report.systems.iter().filter(|s| s.name != reference) {
-            let Some(other) = find(report, &workload, &system.name).and_then(Cell::usable_throughput)
+            let Some(other) =
+                find(report, &workload, &system.name).and_then(Cell::usable_throughput)
             else {
                 continue;
             };
@@ -87,16 +89,17 @@ fn column(report: &Report, system: &str) -> String {
 fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
     let mut header = vec!["workload".to_owned()];
     header.extend(report.systems.iter().map(|s| column(report, &s.name)));
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.clone()];
-            row.extend(report.systems.iter().map(|s| {
-                find(report, &workload, &s.name).map_or_else(|| "–".to_owned(), &figure)
-            }));
-            row
-        })
-        .collect();
+    let rows =
+        workloads(report)
+            .into_iter()
+            .map(|workload| {
+                let mut row = vec![workload.clone()];
+                row.extend(report.systems.iter().map(|s| {
+                    find(report, &workload, &s.name).map_or_else(|| "–".to_owned(), &figure)
+                }));
+                row
+            })
+            .collect();
     Table {
         title: title.to_owned(),
         header,
@@ -135,7 +138,11 @@ pub fn latency_table(report: &Report) -> Table {
         "Latency p50 / p99"
     };
     grid(report, title, |cell| match (cell.status, cell.latency_ns) {
-        (Status::Ok, Some(l)) => format!("{} / {}", format_latency_ns(l.p50), format_latency_ns(l.p99)),
+        (Status::Ok, Some(l)) => format!(
+            "{} / {}",
+            format_latency_ns(l.p50),
+            format_latency_ns(l.p99)
+        ),
         _ => cell.status.as_str().to_owned(),
     })
 }
@@ -146,9 +153,8 @@ pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
     if report.systems.len() < 2 {
         return None;
     }
-    let title = format!(
-        "Against {reference} (ratio of medians; parity when the round ranges overlap)"
-    );
+    let title =
+        format!("Against {reference} (ratio of medians; parity when the round ranges overlap)");
     Some(grid(report, &title, |cell| {
         if cell.system == reference {
             return "—".to_owned();
@@ -194,9 +200,10 @@ fn method_line(report: &Report) -> String {
         Some(rate) => format!("open loop at {} ops/s", format_rate(rate)),
         None => "closed loop".to_owned(),
     };
-    let duration = get("duration_s")
-        .as_f64()
-        .map_or_else(|| "?".to_owned(), |s| format_duration(Duration::from_secs_f64(s)));
+    let duration = get("duration_s").as_f64().map_or_else(
+        || "?".to_owned(),
+        |s| format_duration(Duration::from_secs_f64(s)),
+    );
     format!(
         "{} measured rounds × {duration} per workload and system, {} warm-up discarded, systems interleaved in alternating order; {rate}.",
         get("rounds"),
@@ -263,7 +270,11 @@ fn environment_lines(report: &Report) -> Vec<String> {
         lines.push(format!(
             "load gate {:.2}: {} after {:.0}s (load {:.2})",
             gate.threshold,
-            if gate.satisfied { "passed" } else { "NOT reached" },
+            if gate.satisfied {
+                "passed"
+            } else {
+                "NOT reached"
+            },
             gate.waited_s,
             gate.loadavg_1m
         ));
@@ -439,7 +450,8 @@ pub(crate) mod tests {
     fn a_single_round_gives_no_verdict() {
         let mut report = sample();
         for cell in &mut report.cells {
-            cell.throughput = Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
+            cell.throughput =
+                Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
         }
         assert!(verdicts(&report).is_empty());
     }

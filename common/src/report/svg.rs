@@ -126,7 +126,11 @@ mod tests {
         let charts = render_svg_charts(&crate::report::tests::sample());
         assert_eq!(charts.len(), 1);
         let svg = &charts[0].1;
-        assert_eq!(svg.matches("<rect x=\"150\" y=").count(), 5 + 3, "5 bars and 3 legend keys");
+        assert_eq!(
+            svg.matches("<rect x=\"150\" y=").count(),
+            5 + 3,
+            "5 bars and 3 legend keys"
+        );
         assert!(svg.contains(">invalid</text>"));
         assert!(svg.ends_with("</svg>\n"));
     }

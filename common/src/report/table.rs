@@ -57,16 +57,29 @@ impl Table {
         let mut out = format!("**{}**\n\n", self.title);
         out.push_str(&format!(
             "| {} |\n",
-            self.header.iter().map(|h| escape(h)).collect::<Vec<_>>().join(" | ")
+            self.header
+                .iter()
+                .map(|h| escape(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
         ));
         let align: Vec<&str> = (0..self.header.len())
-            .map(|i| if i == 0 || !self.numeric { "---" } else { "---:" })
+            .map(|i| {
+                if i == 0 || !self.numeric {
+                    "---"
+                } else {
+                    "---:"
+                }
+            })
             .collect();
         out.push_str(&format!("|{}|\n", align.join("|")));
         for row in &self.rows {
             out.push_str(&format!(
                 "| {} |\n",
-                row.iter().map(|c| escape(c)).collect::<Vec<_>>().join(" | ")
+                row.iter()
+                    .map(|c| escape(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
             ));
         }
         out

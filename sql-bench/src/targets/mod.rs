@@ -77,11 +77,20 @@ pub struct KvTable {
 pub trait Target: Send {
     fn identity(&self) -> &Identity;
 
+    /// Lets the suite name a system after its engine once the server has said what it is.
+    fn identity_mut(&mut self) -> &mut Identity;
+
     /// Version and settings, read from the system itself, checked against `durability`.
-    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>>;
+    fn describe(
+        &mut self,
+        durability: Durability,
+    ) -> BoxFuture<'_, Result<Description, TargetError>>;
 
     /// Fails with [`TargetError::Foreign`] when any of `tables` exists without fairbench's marker.
-    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>>;
+    fn check_namespace<'a>(
+        &'a mut self,
+        tables: &'a [KvTable],
+    ) -> BoxFuture<'a, Result<(), TargetError>>;
 
     /// (Re)creates the table in fairbench's namespace, marked as fairbench's, and loads `rows`.
     fn create_kv<'a>(
@@ -92,13 +101,22 @@ pub trait Target: Send {
 
     /// Evidence from the engine's own catalog that the table is as declared (primary key,
     /// storage engine): setting → value, prefixed with the table name.
-    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>>;
+    fn verify_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>>;
 
     /// Every row, ordered by key, read back for verification.
-    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>>;
+    fn read_kv(&mut self, table: KvTable)
+    -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>>;
 
     /// Rows with `low <= k < high`.
-    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>>;
+    fn count_kv(
+        &mut self,
+        table: KvTable,
+        low: i64,
+        high: i64,
+    ) -> BoxFuture<'_, Result<u64, TargetError>>;
 
     /// Drops fairbench's own table.
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>>;
@@ -133,7 +151,8 @@ pub struct KvWindow {
 
 /// One connection's measured key/value operations, for async clients.
 pub trait KvSession: Send + 'static {
-    fn insert(&mut self, key: i64, value: &str) -> impl Future<Output = Result<(), OpError>> + Send;
+    fn insert(&mut self, key: i64, value: &str)
+    -> impl Future<Output = Result<(), OpError>> + Send;
     /// Reads one row by key and returns the length of its value.
     fn read(&mut self, key: i64) -> impl Future<Output = Result<usize, OpError>> + Send;
 }
@@ -188,7 +207,14 @@ mod tests {
 
     #[test]
     fn loopback_hosts_are_local() {
-        for host in ["127.0.0.1", "localhost", "::1", "[::1]", "/run/postgresql", ""] {
+        for host in [
+            "127.0.0.1",
+            "localhost",
+            "::1",
+            "[::1]",
+            "/run/postgresql",
+            "",
+        ] {
             assert!(is_local_host(host), "{host}");
         }
         for host in ["10.0.0.5", "db.example.com"] {
@@ -199,7 +225,11 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, Path::new("/tmp")).await.err().unwrap().to_string();
+        let error = open(&spec, Path::new("/tmp"))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("postgres://"), "{error}");
     }

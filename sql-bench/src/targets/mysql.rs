@@ -15,7 +15,8 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host, op_error,
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
+    op_error,
 };
 use crate::durability::Durability;
 use crate::suites::crud::workers::async_workers;
@@ -53,7 +54,10 @@ async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> 
             };
             Err(failure(format!("{text}{hint}")))
         }
-        Err(_) => Err(failure(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))),
+        Err(_) => Err(failure(format!(
+            "no answer within {}s",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
     }
 }
 
@@ -94,10 +98,16 @@ impl MysqlTarget {
     }
 
     async fn variables(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>, TargetError> {
-        let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(",");
+        let list = names
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(",");
         let rows: Vec<(String, String)> = self
             .control
-            .query(format!("SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"))
+            .query(format!(
+                "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"
+            ))
             .await
             .map_err(|e| query_error(&self.identity, e))?;
         Ok(rows.into_iter().collect())
@@ -132,7 +142,14 @@ impl Target for MysqlTarget {
         &self.identity
     }
 
-    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(
+        &mut self,
+        durability: Durability,
+    ) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let version: String = self
                 .control
@@ -151,9 +168,16 @@ impl Target for MysqlTarget {
                 ])
                 .await?;
             settings.insert("transport".into(), "tcp".into());
-            let kind = if version.contains("MariaDB") { "mariadb" } else { "mysql" };
+            let kind = if version.contains("MariaDB") {
+                "mariadb"
+            } else {
+                "mysql"
+            };
             let local = is_local_host(self.opts.ip_or_hostname());
-            let data_dir = settings.remove("datadir").filter(|_| local).map(PathBuf::from);
+            let data_dir = settings
+                .remove("datadir")
+                .filter(|_| local)
+                .map(PathBuf::from);
             let get = |name: &str| settings.get(name).map_or("", String::as_str);
             let mut mismatches = Vec::new();
             match durability {
@@ -172,7 +196,8 @@ impl Target for MysqlTarget {
                     }
                     if get("rpl_semi_sync_master_enabled") == "ON" {
                         mismatches.push(
-                            "rpl_semi_sync_master_enabled=ON (C0 has no replicas: needs OFF)".into(),
+                            "rpl_semi_sync_master_enabled=ON (C0 has no replicas: needs OFF)"
+                                .into(),
                         );
                     }
                 }
@@ -191,7 +216,10 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
+    fn check_namespace<'a>(
+        &'a mut self,
+        tables: &'a [KvTable],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             for table in tables {
                 self.ensure_ours_or_absent(*table).await?;
@@ -216,7 +244,10 @@ impl Target for MysqlTarget {
                     table.value_len
                 ),
             ] {
-                self.control.query_drop(ddl).await.map_err(|e| self.error(e))?;
+                self.control
+                    .query_drop(ddl)
+                    .await
+                    .map_err(|e| self.error(e))?;
             }
             for chunk in rows.chunks(LOAD_BATCH) {
                 let placeholders = vec!["(?, ?)"; chunk.len()].join(",");
@@ -225,7 +256,10 @@ impl Target for MysqlTarget {
                     .flat_map(|(k, v)| [(*k).into(), v.as_str().into()])
                     .collect();
                 self.control
-                    .exec_drop(format!("INSERT INTO {name} (k, v) VALUES {placeholders}"), params)
+                    .exec_drop(
+                        format!("INSERT INTO {name} (k, v) VALUES {placeholders}"),
+                        params,
+                    )
                     .await
                     .map_err(|e| self.error(e))?;
             }
@@ -233,7 +267,10 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+    fn verify_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             let engine: Option<String> = self
                 .control
@@ -265,13 +302,19 @@ impl Target for MysqlTarget {
                 )));
             }
             Ok(BTreeMap::from([
-                (format!("{}.primary_key", table.name), "k (information_schema.STATISTICS)".to_owned()),
+                (
+                    format!("{}.primary_key", table.name),
+                    "k (information_schema.STATISTICS)".to_owned(),
+                ),
                 (format!("{}.engine", table.name), "InnoDB".to_owned()),
             ]))
         })
     }
 
-    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+    fn read_kv(
+        &mut self,
+        table: KvTable,
+    ) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
         Box::pin(async move {
             self.control
                 .query(format!("SELECT k, v FROM {} ORDER BY k", physical(table)))
@@ -280,12 +323,20 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+    fn count_kv(
+        &mut self,
+        table: KvTable,
+        low: i64,
+        high: i64,
+    ) -> BoxFuture<'_, Result<u64, TargetError>> {
         Box::pin(async move {
             let count: Option<u64> = self
                 .control
                 .exec_first(
-                    format!("SELECT COUNT(*) FROM {} WHERE k >= ? AND k < ?", physical(table)),
+                    format!(
+                        "SELECT COUNT(*) FROM {} WHERE k >= ? AND k < ?",
+                        physical(table)
+                    ),
                     (low, high),
                 )
                 .await
@@ -315,7 +366,8 @@ impl Target for MysqlTarget {
         let opts = self.opts.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?", physical(read)).into();
-        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write)).into();
+        let write_sql: Arc<str> =
+            format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write)).into();
         let connector: Connector<MysqlSession> = Arc::new(move || {
             let (opts, identity) = (opts.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
@@ -333,7 +385,9 @@ impl Target for MysqlTarget {
             })
         });
         Box::pin(async move {
-            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            let pool = Pool::open(size, connector)
+                .await
+                .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
     }
@@ -358,7 +412,11 @@ impl KvSession for MysqlSession {
     }
 
     async fn read(&mut self, key: i64) -> Result<usize, OpError> {
-        match self.conn.exec_first::<String, _, _>(&self.read, (key,)).await {
+        match self
+            .conn
+            .exec_first::<String, _, _>(&self.read, (key,))
+            .await
+        {
             Ok(Some(value)) => Ok(value.len()),
             Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
             Err(e) => Err(my_op_error(e)),

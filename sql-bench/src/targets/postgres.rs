@@ -14,7 +14,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host, op_error,
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
+    op_error,
 };
 use crate::durability::Durability;
 use crate::suites::crud::workers::async_workers;
@@ -36,17 +37,18 @@ fn physical(table: KvTable) -> String {
 /// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
 /// called; dropping the client ends both.
 async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => return Err(connect_error(identity, &e)),
-        Err(_) => {
-            return Err(TargetError::Connect {
-                system: identity.name.clone(),
-                url: identity.url_redacted.clone(),
-                message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
-            });
-        }
-    };
+    let (client, connection) =
+        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(e)) => return Err(connect_error(identity, &e)),
+            Err(_) => {
+                return Err(TargetError::Connect {
+                    system: identity.name.clone(),
+                    url: identity.url_redacted.clone(),
+                    message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
+                });
+            }
+        };
     tokio::spawn(async move {
         // A connection error surfaces on the client's next call; nothing to do here.
         let _ = connection.await;
@@ -89,10 +91,12 @@ fn describe_error(e: &tokio_postgres::Error) -> String {
 impl PostgresTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
         let url = spec.url.replacen("postgresql://", "postgres://", 1);
-        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| TargetError::Url {
-            url: spec.url_redacted(),
-            message: e.to_string(),
-        })?;
+        let mut config: Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| TargetError::Url {
+                    url: spec.url_redacted(),
+                    message: e.to_string(),
+                })?;
         config.application_name("fairbench");
         config.connect_timeout(CONNECT_TIMEOUT);
         let identity = Identity {
@@ -159,7 +163,14 @@ impl Target for PostgresTarget {
         &self.identity
     }
 
-    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(
+        &mut self,
+        durability: Durability,
+    ) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let full = self.query_value("SELECT version()").await?;
             let version = full.split(" on ").next().unwrap_or(&full).to_owned();
@@ -198,7 +209,10 @@ impl Target for PostgresTarget {
                     if get("fsync") != "on" {
                         mismatches.push(format!("fsync={} (needs on)", get("fsync")));
                     }
-                    if !matches!(get("synchronous_commit"), "on" | "local" | "remote_write" | "remote_apply") {
+                    if !matches!(
+                        get("synchronous_commit"),
+                        "on" | "local" | "remote_write" | "remote_apply"
+                    ) {
                         mismatches.push(format!(
                             "synchronous_commit={} (needs on: a commit waits for its WAL flush)",
                             get("synchronous_commit")
@@ -227,7 +241,10 @@ impl Target for PostgresTarget {
         })
     }
 
-    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
+    fn check_namespace<'a>(
+        &'a mut self,
+        tables: &'a [KvTable],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             for table in tables {
                 self.ensure_ours_or_absent(*table).await?;
@@ -259,7 +276,9 @@ impl Target for PostgresTarget {
             let values: Vec<&str> = rows.iter().map(|(_, v)| v.as_str()).collect();
             self.control
                 .execute(
-                    &format!("INSERT INTO {name} (k, v) SELECT * FROM unnest($1::bigint[], $2::text[])"),
+                    &format!(
+                        "INSERT INTO {name} (k, v) SELECT * FROM unnest($1::bigint[], $2::text[])"
+                    ),
                     &[&keys, &values],
                 )
                 .await
@@ -268,7 +287,10 @@ impl Target for PostgresTarget {
         })
     }
 
-    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+    fn verify_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             let row = self
                 .control
@@ -300,29 +322,46 @@ impl Target for PostgresTarget {
                 )));
             }
             Ok(BTreeMap::from([
-                (format!("{}.primary_key", table.name), "k (btree, pg_index)".to_owned()),
+                (
+                    format!("{}.primary_key", table.name),
+                    "k (btree, pg_index)".to_owned(),
+                ),
                 (format!("{}.persistence", table.name), "logged".to_owned()),
             ]))
         })
     }
 
-    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+    fn read_kv(
+        &mut self,
+        table: KvTable,
+    ) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
         Box::pin(async move {
             let rows = self
                 .control
-                .query(&format!("SELECT k, v FROM {} ORDER BY k", physical(table)), &[])
+                .query(
+                    &format!("SELECT k, v FROM {} ORDER BY k", physical(table)),
+                    &[],
+                )
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }
 
-    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+    fn count_kv(
+        &mut self,
+        table: KvTable,
+        low: i64,
+        high: i64,
+    ) -> BoxFuture<'_, Result<u64, TargetError>> {
         Box::pin(async move {
             let row = self
                 .control
                 .query_one(
-                    &format!("SELECT count(*) FROM {} WHERE k >= $1 AND k < $2", physical(table)),
+                    &format!(
+                        "SELECT count(*) FROM {} WHERE k >= $1 AND k < $2",
+                        physical(table)
+                    ),
                     &[&low, &high],
                 )
                 .await
@@ -352,12 +391,15 @@ impl Target for PostgresTarget {
         let config = self.config.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = $1", physical(read)).into();
-        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES ($1, $2)", physical(write)).into();
+        let write_sql: Arc<str> =
+            format!("INSERT INTO {} (k, v) VALUES ($1, $2)", physical(write)).into();
         let connector: Connector<PgSession> = Arc::new(move || {
             let (config, identity) = (config.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
             Box::pin(async move {
-                let client = connect(&config, &identity).await.map_err(|e| e.to_string())?;
+                let client = connect(&config, &identity)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let prepare = |sql: Arc<str>| {
                     let client = &client;
                     let identity = &identity;
@@ -370,11 +412,17 @@ impl Target for PostgresTarget {
                 };
                 let read = prepare(read_sql).await?;
                 let insert = prepare(write_sql).await?;
-                Ok(PgSession { client, read, insert })
+                Ok(PgSession {
+                    client,
+                    read,
+                    insert,
+                })
             })
         });
         Box::pin(async move {
-            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            let pool = Pool::open(size, connector)
+                .await
+                .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
     }

@@ -44,9 +44,15 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
 
 impl SqliteTarget {
     /// `sqlite` (a file in the results folder), `sqlite:PATH` or `sqlite://PATH`.
-    pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Target>, TargetError> {
+    pub async fn open(
+        spec: &TargetSpec,
+        results_dir: &Path,
+    ) -> Result<Box<dyn Target>, TargetError> {
         let rest = spec.url.strip_prefix("sqlite").unwrap_or_default();
-        let rest = rest.strip_prefix("://").or_else(|| rest.strip_prefix(':')).unwrap_or(rest);
+        let rest = rest
+            .strip_prefix("://")
+            .or_else(|| rest.strip_prefix(':'))
+            .unwrap_or(rest);
         let path = if rest.is_empty() {
             results_dir.join("sqlite").join("fairbench.db")
         } else {
@@ -114,7 +120,10 @@ impl SqliteTarget {
 
     fn ensure_ours_or_absent(&self, table: KvTable) -> Result<(), TargetError> {
         let name = physical(table);
-        match self.is_ours(&name).map_err(|e| query_error(&self.identity, e))? {
+        match self
+            .is_ours(&name)
+            .map_err(|e| query_error(&self.identity, e))?
+        {
             Some(false) => Err(TargetError::Foreign {
                 system: self.identity.name.clone(),
                 object: format!("table {name} in {}", self.path.display()),
@@ -126,7 +135,10 @@ impl SqliteTarget {
     fn create(&mut self, table: KvTable, rows: &[(i64, String)]) -> Result<(), TargetError> {
         self.ensure_ours_or_absent(table)?;
         let name = physical(table);
-        let tx = self.control.transaction().map_err(|e| query_error(&self.identity, e))?;
+        let tx = self
+            .control
+            .transaction()
+            .map_err(|e| query_error(&self.identity, e))?;
         tx.execute_batch(&format!(
             "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
              DROP TABLE IF EXISTS {name};
@@ -160,7 +172,14 @@ impl Target for SqliteTarget {
         &self.identity
     }
 
-    fn describe(&mut self, durability: Durability) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(
+        &mut self,
+        durability: Durability,
+    ) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let read = |sql: &str| -> Result<String, TargetError> {
                 self.control
@@ -189,7 +208,10 @@ impl Target for SqliteTarget {
             let settings = BTreeMap::from([
                 ("journal_mode".to_owned(), journal_mode),
                 ("synchronous".to_owned(), synchronous),
-                ("writers".to_owned(), "one at a time, queued in-process".to_owned()),
+                (
+                    "writers".to_owned(),
+                    "one at a time, queued in-process".to_owned(),
+                ),
             ]);
             Ok(Description {
                 kind: "sqlite".into(),
@@ -201,8 +223,15 @@ impl Target for SqliteTarget {
         })
     }
 
-    fn check_namespace<'a>(&'a mut self, tables: &'a [KvTable]) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { tables.iter().try_for_each(|t| self.ensure_ours_or_absent(*t)) })
+    fn check_namespace<'a>(
+        &'a mut self,
+        tables: &'a [KvTable],
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            tables
+                .iter()
+                .try_for_each(|t| self.ensure_ours_or_absent(*t))
+        })
     }
 
     fn create_kv<'a>(
@@ -213,7 +242,10 @@ impl Target for SqliteTarget {
         Box::pin(async move { tokio::task::block_in_place(|| self.create(table, rows)) })
     }
 
-    fn verify_kv<'a>(&'a mut self, table: KvTable) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+    fn verify_kv<'a>(
+        &'a mut self,
+        table: KvTable,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             let name = physical(table);
             let mut stmt = self
@@ -240,7 +272,10 @@ impl Target for SqliteTarget {
         })
     }
 
-    fn read_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
+    fn read_kv(
+        &mut self,
+        table: KvTable,
+    ) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
         Box::pin(async move {
             let mut stmt = self
                 .control
@@ -252,11 +287,19 @@ impl Target for SqliteTarget {
         })
     }
 
-    fn count_kv(&mut self, table: KvTable, low: i64, high: i64) -> BoxFuture<'_, Result<u64, TargetError>> {
+    fn count_kv(
+        &mut self,
+        table: KvTable,
+        low: i64,
+        high: i64,
+    ) -> BoxFuture<'_, Result<u64, TargetError>> {
         Box::pin(async move {
             self.control
                 .query_row(
-                    &format!("SELECT count(*) FROM {} WHERE k >= ?1 AND k < ?2", physical(table)),
+                    &format!(
+                        "SELECT count(*) FROM {} WHERE k >= ?1 AND k < ?2",
+                        physical(table)
+                    ),
                     [low, high],
                     |r| r.get::<_, i64>(0),
                 )
@@ -268,7 +311,11 @@ impl Target for SqliteTarget {
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             let name = physical(table);
-            if self.is_ours(&name).map_err(|e| query_error(&self.identity, e))? == Some(true) {
+            if self
+                .is_ours(&name)
+                .map_err(|e| query_error(&self.identity, e))?
+                == Some(true)
+            {
                 self.control
                     .execute_batch(&format!(
                         "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
@@ -289,10 +336,15 @@ impl Target for SqliteTarget {
         let write_lock = self.write_lock.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?1", physical(read)).into();
-        let write_sql: Arc<str> = format!("INSERT INTO {} (k, v) VALUES (?1, ?2)", physical(write)).into();
+        let write_sql: Arc<str> =
+            format!("INSERT INTO {} (k, v) VALUES (?1, ?2)", physical(write)).into();
         let connector: Connector<SqliteSession> = Arc::new(move || {
-            let (path, write_lock, read_sql, write_sql) =
-                (path.clone(), write_lock.clone(), read_sql.clone(), write_sql.clone());
+            let (path, write_lock, read_sql, write_sql) = (
+                path.clone(),
+                write_lock.clone(),
+                read_sql.clone(),
+                write_sql.clone(),
+            );
             let identity = identity.clone();
             Box::pin(async move {
                 let conn = connect(&path).map_err(|e| query_error(&identity, e).to_string())?;
@@ -305,7 +357,9 @@ impl Target for SqliteTarget {
             })
         });
         Box::pin(async move {
-            let pool = Pool::open(size, connector).await.map_err(TargetError::Other)?;
+            let pool = Pool::open(size, connector)
+                .await
+                .map_err(TargetError::Other)?;
             Ok(blocking_workers(pool))
         })
     }
@@ -320,7 +374,10 @@ struct SqliteSession {
 
 impl BlockingKvSession for SqliteSession {
     fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
-        let _writer = self.write_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _writer = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut stmt = self.conn.prepare_cached(&self.write_sql).map_err(failed)?;
         stmt.execute(params![key, value]).map(drop).map_err(failed)
     }

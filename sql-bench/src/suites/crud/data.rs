@@ -8,7 +8,6 @@ fn human_count(n: u64) -> String {
     common::human::format_thousands(n as f64)
 }
 
-
 /// Generator streams, one per purpose.
 const READ_ROWS_STREAM: u64 = 1;
 const WRITE_VALUES_STREAM: u64 = 2;
@@ -104,9 +103,17 @@ mod tests {
         let data = CrudData::generate(1, 10, 8);
         assert_eq!(data.read_table_mismatch(&data.read_rows), None);
         let short = &data.read_rows[..9];
-        assert!(data.read_table_mismatch(short).unwrap().contains("holds 9 rows"));
+        assert!(
+            data.read_table_mismatch(short)
+                .unwrap()
+                .contains("holds 9 rows")
+        );
         let mut changed = data.read_rows.clone();
         changed[3].1 = "x".repeat(8);
-        assert!(data.read_table_mismatch(&changed).unwrap().contains("first: key 4"));
+        assert!(
+            data.read_table_mismatch(&changed)
+                .unwrap()
+                .contains("first: key 4")
+        );
     }
 }

@@ -122,32 +122,51 @@ fn plan_workloads(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
     };
     let windows = workloads.len() as u64 * u64::from(opts.common.warmup + opts.common.rounds);
     if windows >= MAX_WINDOWS {
-        bail!("{windows} windows per system is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds or workloads");
+        bail!(
+            "{windows} windows per system is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds or workloads"
+        );
     }
     Ok(workloads)
 }
 
-/// The systems to measure, each with a name no other has.
+/// The systems to measure; names given with NAME= must be distinct.
 fn plan_targets(common: &CommonOpts) -> anyhow::Result<Vec<TargetSpec>> {
     let mut specs = common.targets.clone();
     if specs.is_empty() {
         specs.push(TargetSpec::parse(targets::DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
     }
+    Ok(specs)
+}
+
+/// Names every unnamed system after its engine (as the server reported it), then checks that
+/// no two share a name and that the reference is one of them.
+fn settle_names(
+    systems: &mut [System],
+    explicit: &[Option<String>],
+    reference: Option<&str>,
+) -> anyhow::Result<()> {
     let mut names: Vec<String> = Vec::new();
-    for spec in &mut specs {
-        let name = spec.name.clone().unwrap_or_else(|| spec.scheme().to_owned());
+    for (system, given) in systems.iter_mut().zip(explicit) {
+        let name = given.clone().unwrap_or_else(|| system.info.kind.clone());
         if names.contains(&name) {
-            bail!("two targets are named `{name}`; tell them apart with NAME=URL (for example --target pg15={})", spec.url_redacted());
+            bail!(
+                "two targets are named `{name}`; tell them apart with NAME=URL (for example --target {name}2={})",
+                system.info.url_redacted
+            );
         }
         names.push(name.clone());
-        spec.name = Some(name);
+        system.target.identity_mut().name.clone_from(&name);
+        system.info.name = name;
     }
-    if let Some(reference) = &common.reference
-        && !names.contains(reference)
+    if let Some(reference) = reference
+        && !names.iter().any(|n| n == reference)
     {
-        bail!("--reference {reference} names no target (targets: {})", names.join(", "));
+        bail!(
+            "--reference {reference} names no target (targets: {})",
+            names.join(", ")
+        );
     }
-    Ok(specs)
+    Ok(())
 }
 
 fn tables(opts: &CrudOpts) -> (KvTable, KvTable) {
@@ -178,7 +197,18 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     });
     let results = ResultsDir::create(&dir)?;
     match prepare(opts, &specs, &results, &progress).await {
-        Ok(systems) => measure(opts, systems, workloads, environment, results, progress, interrupt).await,
+        Ok(systems) => {
+            measure(
+                opts,
+                systems,
+                workloads,
+                environment,
+                results,
+                progress,
+                interrupt,
+            )
+            .await
+        }
         Err(e) => {
             drop(progress);
             results.discard();
@@ -191,14 +221,16 @@ fn measure_environment(opts: &CrudOpts, progress: &Progress) -> Environment {
     let mut environment = Environment::capture();
     if let Some(gate) = opts.common.load_gate {
         environment.load_gate = Some(wait_for_quiet(gate, LOAD_GATE_MAX_WAIT, |load| {
-            progress.line(format!("waiting for the load average ({load:.2}) to fall to {gate:.2}…"));
+            progress.line(format!(
+                "waiting for the load average ({load:.2}) to fall to {gate:.2}…"
+            ));
         }));
     }
     environment
 }
 
 /// Connects to every system, reads what each reports, verifies durability, checks the
-/// namespace, opens the worker sessions, then creates and verifies the tables.
+/// namespace, then creates and verifies the tables and opens the worker sessions.
 async fn prepare(
     opts: &CrudOpts,
     specs: &[TargetSpec],
@@ -206,70 +238,122 @@ async fn prepare(
     progress: &Progress,
 ) -> anyhow::Result<Vec<System>> {
     let (read, write) = tables(opts);
+    let mut systems = connect_all(opts, specs, results).await?;
+    if systems.iter().all(|s| s.refused.is_some()) {
+        bail!(
+            "no system can be measured: {}",
+            systems
+                .iter()
+                .map(|s| format!("{} {}", s.name(), s.refused.as_deref().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    for system in &systems {
+        if let Some(reason) = &system.refused {
+            progress.line(format!("{}: refused — {reason}", system.name()));
+        } else if !system.info.labels.is_empty() {
+            progress.line(format!(
+                "{}: measured with unmatched durability, labelled",
+                system.name()
+            ));
+        }
+    }
+    for system in measured(&mut systems) {
+        system.target.check_namespace(&[read, write]).await?;
+    }
+    let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
+    for system in measured(&mut systems) {
+        progress.line(format!(
+            "{}: {} — preparing {}",
+            system.name(),
+            system.info.version,
+            data.info.description
+        ));
+        create_tables(system, &data, read, write).await?;
+    }
+    let sessions = workloads_max_connections(opts);
+    for system in measured(&mut systems) {
+        system.workers = Some(system.target.open_kv_workers(sessions, read, write).await?);
+    }
+    Ok(systems)
+}
+
+/// The systems not refused.
+fn measured(systems: &mut [System]) -> impl Iterator<Item = &mut System> {
+    systems.iter_mut().filter(|s| s.refused.is_none())
+}
+
+/// Opens every target and reads what it reports about itself; refuses (or, when allowed,
+/// labels) each whose durability does not match the configuration.
+async fn connect_all(
+    opts: &CrudOpts,
+    specs: &[TargetSpec],
+    results: &ResultsDir,
+) -> anyhow::Result<Vec<System>> {
     let mut systems = Vec::new();
     for spec in specs {
         let mut target = targets::open(spec, results.path()).await?;
         let description = target.describe(opts.config).await?;
         let identity = target.identity().clone();
-        let mut info = SystemInfo {
-            name: identity.name.clone(),
-            kind: description.kind.clone(),
-            url_redacted: identity.url_redacted.clone(),
-            version: description.version.clone(),
-            verified: description.settings.clone(),
-            labels: Vec::new(),
-            data_dir: description.data_dir.as_ref().map(|d| d.display().to_string()),
-            durable_write_floor_ns: None,
+        let mut system = System {
+            target,
+            info: SystemInfo {
+                name: identity.name.clone(),
+                kind: description.kind.clone(),
+                url_redacted: identity.url_redacted.clone(),
+                version: description.version.clone(),
+                verified: description.settings.clone(),
+                labels: Vec::new(),
+                data_dir: description
+                    .data_dir
+                    .as_ref()
+                    .map(|d| d.display().to_string()),
+                durable_write_floor_ns: None,
+            },
+            workers: None,
+            refused: None,
+            reads_invalid: None,
         };
-        let mut refused = None;
         if !description.mismatches.is_empty() {
             let what = description.mismatches.join("; ");
             if opts.allow_unmatched_durability {
-                info.labels.push("unmatched durability".into());
-                progress.line(format!("{}: durability does not match {:?} ({what}); measuring anyway, labelled", info.name, opts.config));
+                system.info.labels.push("unmatched durability".into());
             } else {
-                let reason = format!("durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled", opts.config);
-                progress.line(format!("{}: refused — {reason}", info.name));
-                refused = Some(reason);
+                system.refused = Some(format!(
+                    "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
+                    opts.config
+                ));
             }
         }
-        systems.push(System {
-            target,
-            info,
-            workers: None,
-            refused,
-            reads_invalid: None,
-        });
+        systems.push(system);
     }
-    if systems.iter().all(|s| s.refused.is_some()) {
-        bail!(
-            "no system can be measured: {}",
-            systems.iter().map(|s| format!("{} {}", s.name(), s.refused.as_deref().unwrap_or(""))).collect::<Vec<_>>().join("; ")
-        );
-    }
-    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
-        system.target.check_namespace(&[read, write]).await?;
-    }
-    let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
-    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
-        progress.line(format!("{}: {} — preparing {}", system.name(), system.info.version, data.info.description));
-        system.target.create_kv(read, &data.read_rows).await?;
-        system.target.create_kv(write, &[]).await?;
-        for table in [read, write] {
-            let evidence = system.target.verify_kv(table).await?;
-            system.info.verified.extend(evidence);
-        }
-        let found = system.target.read_kv(read).await?;
-        system.reads_invalid = data.read_table_mismatch(&found);
-        if let Some(dir) = &system.info.data_dir {
-            system.info.durable_write_floor_ns = durable_write_floor(&PathBuf::from(dir), FLOOR_BUDGET).ok();
-        }
-    }
-    let sessions = workloads_max_connections(opts);
-    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
-        system.workers = Some(system.target.open_kv_workers(sessions, read, write).await?);
-    }
+    let explicit: Vec<Option<String>> = specs.iter().map(|s| s.name.clone()).collect();
+    settle_names(&mut systems, &explicit, opts.common.reference.as_deref())?;
     Ok(systems)
+}
+
+/// Creates both tables, verifies them from the engine's catalog, reads the read table back,
+/// and measures the durable-write floor where the data lives.
+async fn create_tables(
+    system: &mut System,
+    data: &CrudData,
+    read: KvTable,
+    write: KvTable,
+) -> anyhow::Result<()> {
+    system.target.create_kv(read, &data.read_rows).await?;
+    system.target.create_kv(write, &[]).await?;
+    for table in [read, write] {
+        let evidence = system.target.verify_kv(table).await?;
+        system.info.verified.extend(evidence);
+    }
+    let found = system.target.read_kv(read).await?;
+    system.reads_invalid = data.read_table_mismatch(&found);
+    if let Some(dir) = &system.info.data_dir {
+        system.info.durable_write_floor_ns =
+            durable_write_floor(&PathBuf::from(dir), FLOOR_BUDGET).ok();
+    }
+    Ok(())
 }
 
 async fn measure(
@@ -287,10 +371,22 @@ async fn measure(
         environment.durable_write_floor_path = Some(results.path().display().to_string());
     }
     let options = serde_json::to_value(opts).context("serializing the options")?;
-    let mut report = Report::begin("sql-bench", env!("CARGO_PKG_VERSION"), "crud", opts.config.section(), options, environment);
+    let mut report = Report::begin(
+        "sql-bench",
+        env!("CARGO_PKG_VERSION"),
+        "crud",
+        opts.config.section(),
+        options,
+        environment,
+    );
     report.data = Some(CrudData::generate(common.seed, opts.read_rows, opts.value_size).info);
     report.systems = systems.iter().map(|s| s.info.clone()).collect();
-    report.reference = Some(common.reference.clone().unwrap_or_else(|| systems[0].name().to_owned()));
+    report.reference = Some(
+        common
+            .reference
+            .clone()
+            .unwrap_or_else(|| systems[0].name().to_owned()),
+    );
     report.notes = notes(opts, &systems);
     let mut builders: Vec<Vec<CellBuilder>> = workloads
         .iter()
@@ -299,7 +395,13 @@ async fn measure(
                 .iter()
                 .map(|s| {
                     let mut b = CellBuilder::new(
-                        Cell::new(&w.to_string(), s.name(), "ops/s", w.connections, common.rounds),
+                        Cell::new(
+                            &w.to_string(),
+                            s.name(),
+                            "ops/s",
+                            w.connections,
+                            common.rounds,
+                        ),
                         common.ceiling,
                     );
                     for label in &s.info.labels {
@@ -308,7 +410,10 @@ async fn measure(
                     if let Some(reason) = &s.refused {
                         b.mark(Status::Refused, reason.clone());
                     } else if let (Some(reason), true) = (&s.reads_invalid, w.kind != Kind::Write) {
-                        b.mark(Status::Invalid, format!("{reason}; reads are not timed against wrong data"));
+                        b.mark(
+                            Status::Invalid,
+                            format!("{reason}; reads are not timed against wrong data"),
+                        );
                     }
                     b
                 })
@@ -330,7 +435,9 @@ async fn measure(
         interrupt: interrupt.clone(),
         progress: progress.sender(),
     };
-    let values: Arc<[String]> = CrudData::generate(common.seed, 0, opts.value_size).write_values.into();
+    let values: Arc<[String]> = CrudData::generate(common.seed, 0, opts.value_size)
+        .write_values
+        .into();
     let mut window: u64 = 0;
     'workloads: for (wi, workload) in workloads.iter().enumerate() {
         for round in rounds(common.warmup, common.rounds) {
@@ -340,7 +447,9 @@ async fn measure(
                 }
                 let builder = &mut builders[wi][si];
                 let system = &mut systems[si];
-                let Some(workers) = system.workers.as_mut() else { continue };
+                let Some(workers) = system.workers.as_mut() else {
+                    continue;
+                };
                 if !builder.is_live() {
                     continue;
                 }
@@ -353,13 +462,28 @@ async fn measure(
                     window,
                     seed: common.seed,
                 };
-                let label = format!("{workload} · {} · {}", system.info.name, round.label(common.warmup, common.rounds));
+                let label = format!(
+                    "{workload} · {} · {}",
+                    system.info.name,
+                    round.label(common.warmup, common.rounds)
+                );
                 progress.window(label.clone(), common.duration);
-                match workers.run_window(workload.connections as usize, &mix, &plan).await {
+                match workers
+                    .run_window(workload.connections as usize, &mix, &plan)
+                    .await
+                {
                     Ok(window) => {
                         builder.add(round, &window.outcome);
                         if workload.kind != Kind::Read {
-                            verify_writes(system.target.as_mut(), write_table, &mix, &window, round, builder).await;
+                            verify_writes(
+                                system.target.as_mut(),
+                                write_table,
+                                &mix,
+                                &window,
+                                round,
+                                builder,
+                            )
+                            .await;
                         }
                         progress.line(window_line(&label, &window.outcome));
                     }
@@ -374,7 +498,9 @@ async fn measure(
         }
     }
     if interrupt.load(Ordering::SeqCst) {
-        report.notes.push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+        report
+            .notes
+            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
     finish(opts, systems, report, results, progress).await
 }
@@ -387,13 +513,22 @@ fn round_name(round: Round) -> String {
 }
 
 fn window_line(label: &str, outcome: &common::window::WindowOutcome) -> String {
-    let latency = common::recorder::percentiles(&outcome.recorder.latency)
-        .map_or_else(String::new, |p| format!(" · p50 {} · p99 {}", format_latency_ns(p.p50), format_latency_ns(p.p99)));
+    let latency =
+        common::recorder::percentiles(&outcome.recorder.latency).map_or_else(String::new, |p| {
+            format!(
+                " · p50 {} · p99 {}",
+                format_latency_ns(p.p50),
+                format_latency_ns(p.p99)
+            )
+        });
     let errors = match outcome.recorder.counts.error {
         0 => String::new(),
         n => format!(" · {n} errors"),
     };
-    format!("{label}: {} ops/s{latency}{errors}", format_rate(outcome.throughput()))
+    format!(
+        "{label}: {} ops/s{latency}{errors}",
+        format_rate(outcome.throughput())
+    )
 }
 
 /// Checks that the rows a write window left are the ones it acknowledged: at least every
@@ -420,7 +555,13 @@ async fn verify_writes(
                 );
             }
         }
-        Err(e) => builder.mark(Status::Error, format!("{}: counting the written rows failed: {e}", round_name(round))),
+        Err(e) => builder.mark(
+            Status::Error,
+            format!(
+                "{}: counting the written rows failed: {e}",
+                round_name(round)
+            ),
+        ),
     }
 }
 
@@ -481,7 +622,9 @@ async fn finish(
 fn floor_notes(report: &mut Report) {
     let mut lines = Vec::new();
     for system in &report.systems {
-        let Some(floor) = system.durable_write_floor_ns else { continue };
+        let Some(floor) = system.durable_write_floor_ns else {
+            continue;
+        };
         let Some(write_1c) = report
             .cells
             .iter()

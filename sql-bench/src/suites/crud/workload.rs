@@ -239,12 +239,31 @@ mod tests {
 
     #[test]
     fn workloads_are_named_by_their_connections() {
-        let names: Vec<String> = Workload::defaults(16).iter().map(ToString::to_string).collect();
+        let names: Vec<String> = Workload::defaults(16)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(names, ["write 1c", "write 16c", "read 16c", "mixed 16c"]);
-        assert_eq!(Workload::parse("read-4c", 16).unwrap().to_string(), "read 4c");
-        assert_eq!(Workload::parse("Mixed 8c", 16).unwrap().to_string(), "mixed 8c");
-        assert_eq!(Workload::parse("write", 32).unwrap().to_string(), "write 32c");
-        for bad in ["delete-1c", "read-0c", "read-16", "read 16c extra", "", "read-99999c"] {
+        assert_eq!(
+            Workload::parse("read-4c", 16).unwrap().to_string(),
+            "read 4c"
+        );
+        assert_eq!(
+            Workload::parse("Mixed 8c", 16).unwrap().to_string(),
+            "mixed 8c"
+        );
+        assert_eq!(
+            Workload::parse("write", 32).unwrap().to_string(),
+            "write 32c"
+        );
+        for bad in [
+            "delete-1c",
+            "read-0c",
+            "read-16",
+            "read 16c extra",
+            "",
+            "read-99999c",
+        ] {
             assert!(Workload::parse(bad, 16).is_err(), "{bad}");
         }
     }
@@ -268,7 +287,10 @@ mod tests {
         assert!(low <= a.write_key(0) && last_of_a < high);
         assert_eq!(c.write_key(0), high);
         let max_window = CrudOp::new(MAX_CONNECTIONS as usize - 1, (), &mix(MAX_WINDOWS - 1));
-        assert!(max_window.write_key(5) > 0, "the largest key stays positive");
+        assert!(
+            max_window.write_key(5) > 0,
+            "the largest key stays positive"
+        );
     }
 
     #[test]
