@@ -96,6 +96,12 @@ impl Loop {
         true
     }
 
+    /// The recorder, with the open-loop ticks that were due but never started counted as missed.
+    fn done(mut self) -> Recorder {
+        self.recorder.missed_ticks += self.schedule.unissued();
+        self.recorder
+    }
+
     fn interrupted(ctx: &WorkerCtx) -> bool {
         ctx.interrupt.load(Ordering::Relaxed)
     }
@@ -124,7 +130,7 @@ pub async fn drive<O: Operation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
             break;
         }
     }
-    run.recorder
+    run.done()
 }
 
 /// Runs one worker's window on the calling thread and returns what it measured.
@@ -150,7 +156,7 @@ pub fn drive_blocking<O: BlockingOperation>(op: &mut O, ctx: &WorkerCtx) -> Reco
             break;
         }
     }
-    run.recorder
+    run.done()
 }
 
 fn sleep_until(due: Instant) {

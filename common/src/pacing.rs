@@ -90,7 +90,9 @@ impl Schedule {
             } => {
                 let due_ns = offset_ns + interval_ns * self.next as f64;
                 let intended = self.start + Duration::from_nanos(due_ns as u64);
-                if intended >= self.deadline {
+                // A worker that fell behind stops at the deadline too: the window is over,
+                // and the ticks it never reached are counted by `unissued`.
+                if intended >= self.deadline || now >= self.deadline {
                     Tick::Stop
                 } else if now < intended {
                     Tick::WaitUntil(intended)
@@ -98,6 +100,26 @@ impl Schedule {
                     self.next += 1;
                     Tick::Go { intended }
                 }
+            }
+        }
+    }
+
+    /// Open loop: ticks due inside the window that were never started because the worker
+    /// could not keep up. They count as missed.
+    pub fn unissued(&self) -> u64 {
+        match self.pace {
+            Pace::Closed => 0,
+            Pace::Open {
+                interval_ns,
+                offset_ns,
+            } => {
+                let window_ns = (self.deadline - self.start).as_nanos() as f64;
+                let due = if window_ns > offset_ns {
+                    ((window_ns - offset_ns) / interval_ns).ceil() as u64
+                } else {
+                    0
+                };
+                due.saturating_sub(self.next)
             }
         }
     }

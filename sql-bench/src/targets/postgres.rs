@@ -59,7 +59,16 @@ async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetE
 fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError {
     let detail = match e.as_db_error() {
         Some(db) => db.message().to_owned(),
-        None => e.to_string(),
+        None => {
+            // The cause (for example `Connection refused`) is in the source, not the message.
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            text
+        }
     };
     let hint = if detail.contains("refused") {
         " — is the server running? (scripts/services start)"

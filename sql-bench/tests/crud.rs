@@ -1,0 +1,457 @@
+//! `sql-bench crud` end to end, in-process, against the embedded SQLite and the real
+//! PostgreSQL and MariaDB servers the test command starts on loopback.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::results::{Report, Status};
+use support::*;
+
+fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a common::results::Cell {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload && c.system == system)
+        .unwrap_or_else(|| panic!("no cell {workload} × {system}"))
+}
+
+#[test]
+fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&args("crud", &out, &[])).unwrap();
+    assert_eq!(summary.exit_code, 0);
+    let report = &summary.report;
+    let names: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
+    assert_eq!(names, ["write 1c", "write 4c", "read 4c", "mixed 4c"]);
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        assert_eq!(cell.system, "sqlite");
+        let throughput = cell.throughput.as_ref().unwrap();
+        assert_eq!(
+            throughput.rounds.len(),
+            2,
+            "warm-up discarded, two rounds kept"
+        );
+        assert!(throughput.median > 0.0);
+        assert!(cell.latency_ns.unwrap().p99 >= cell.latency_ns.unwrap().p50);
+        assert!(cell.counts.ok > 0 && cell.counts.error == 0);
+        assert!(cell.histogram_b64.is_some() && cell.client_cpu_ns_per_op.is_some());
+        assert!(
+            cell.service_time_ns.is_none(),
+            "closed loop has no separate service time"
+        );
+    }
+    let sqlite = &report.systems[0];
+    assert_eq!(sqlite.verified["journal_mode"], "wal");
+    assert_eq!(sqlite.verified["synchronous"], "2");
+    assert!(sqlite.version.starts_with("SQLite 3."));
+    assert!(sqlite.durable_write_floor_ns.is_some());
+    assert!(report.data.as_ref().unwrap().checksum.len() == 16);
+
+    let json = read_json(&out);
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["tool"], "sql-bench");
+    assert_eq!(json["suite"], "crud");
+    assert_eq!(json["options"]["duration_s"], 0.3);
+    assert_eq!(json["options"]["rounds"], 2);
+    assert!(json["environment"]["cores"].as_u64().unwrap() >= 1);
+    assert!(
+        json["environment"]["durable_write_floor_ns"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(json["finished_at"].is_string());
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("| write 1c |"), "{markdown}");
+    assert!(
+        markdown.contains("C0"),
+        "the section names the durability configuration"
+    );
+    assert!(out.join("throughput.svg").exists());
+}
+
+#[test]
+fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
+    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&args(
+        "crud",
+        dir.path(),
+        &["--target", &pg, "--target", &my, "--target", "sqlite"],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["postgres", "mariadb", "sqlite"],
+        "unnamed systems are named after their engine"
+    );
+    assert_eq!(report.reference.as_deref(), Some("postgres"));
+
+    let postgres = &report.systems[0];
+    assert!(
+        postgres.version.starts_with("PostgreSQL 15"),
+        "{}",
+        postgres.version
+    );
+    for (setting, value) in [
+        ("fsync", "on"),
+        ("synchronous_commit", "on"),
+        ("synchronous_standby_names", ""),
+    ] {
+        assert_eq!(postgres.verified[setting], value, "{setting}");
+    }
+    assert!(postgres.verified.contains_key("wal_sync_method"));
+    assert_eq!(
+        postgres.verified["crud_read.primary_key"],
+        "k (btree, pg_index)"
+    );
+    assert_eq!(postgres.verified["crud_write.persistence"], "logged");
+    assert!(
+        !postgres.url_redacted.contains("fairbench@"),
+        "{}",
+        postgres.url_redacted
+    );
+    assert!(postgres.url_redacted.contains(":***@"));
+
+    let maria = &report.systems[1];
+    assert!(maria.version.contains("MariaDB"), "{}", maria.version);
+    assert_eq!(maria.verified["innodb_flush_log_at_trx_commit"], "1");
+    assert_eq!(maria.verified["log_bin"], "ON");
+    assert_eq!(maria.verified["sync_binlog"], "1");
+    assert_eq!(maria.verified["crud_write.engine"], "InnoDB");
+
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+    }
+    // Every non-reference ok cell has a verdict against the reference.
+    assert_eq!(report.verdicts.len(), 4 * 2);
+    assert!(
+        report
+            .verdicts
+            .iter()
+            .all(|v| v.reference == "postgres" && v.ratio > 0.0)
+    );
+    // Tables are fairbench's own, and are dropped after the run.
+    assert_eq!(
+        psql(
+            &pg,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        mariadb(
+            &my,
+            "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'fairbench'"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn open_loop_measures_from_the_intended_start_and_reports_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&args(
+        "crud",
+        &out,
+        &[
+            "--workloads",
+            "read-4c",
+            "--rate",
+            "2k",
+            "--duration",
+            "500ms",
+        ],
+    ))
+    .unwrap();
+    let cell = cell(&summary.report, "read 4c", "sqlite");
+    assert_eq!(cell.status, Status::Ok, "{cell:?}");
+    assert_eq!(cell.target_rate, Some(2000.0));
+    let achieved = cell.achieved_rate.unwrap();
+    assert!((1_900.0..=2_100.0).contains(&achieved), "{achieved}");
+    assert!(cell.service_time_ns.is_some() && cell.schedule_lag_ns.is_some());
+    assert!(cell.missed_ticks.is_some());
+    // Latency from the intended start can only be longer than the service time.
+    assert!(cell.latency_ns.unwrap().p50 >= cell.service_time_ns.unwrap().p50);
+}
+
+#[test]
+fn a_rate_the_client_cannot_reach_is_client_limited_not_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&args(
+        "crud",
+        dir.path(),
+        &["--workloads", "write-1c", "--rate", "1M"],
+    ))
+    .unwrap();
+    let cell = cell(&summary.report, "write 1c", "sqlite");
+    assert_eq!(cell.status, Status::ClientLimited, "{cell:?}");
+    assert!(
+        cell.reason.as_deref().unwrap().contains("target"),
+        "{:?}",
+        cell.reason
+    );
+    assert_eq!(summary.exit_code, 1);
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_still_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let flag = interrupt.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let summary = run_with(&args("crud", &out, &["--duration", "1s"]), interrupt).unwrap();
+    stopper.join().unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    assert!(
+        report.notes.iter().any(|n| n.contains("interrupted")),
+        "{:?}",
+        report.notes
+    );
+    let incomplete = report
+        .cells
+        .iter()
+        .filter(|c| c.status == Status::Error)
+        .count();
+    assert!(incomplete >= 3, "{:#?}", report.cells);
+    assert!(
+        report
+            .cells
+            .iter()
+            .all(|c| c.status != Status::Error
+                || c.reason.as_deref().unwrap().contains("incomplete"))
+    );
+    assert!(out.join("report.md").exists());
+    assert!(read_json(&out)["finished_at"].is_string());
+}
+
+#[test]
+fn a_durability_mismatch_is_refused_or_measured_and_labelled() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let unsafe_pg = format!("{pg}?options=-c%20synchronous_commit%3Doff");
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("pg={unsafe_pg}");
+    let summary = run(&args(
+        "crud",
+        &dir.path().join("refused"),
+        &[
+            "--workloads",
+            "write-1c",
+            "--target",
+            &target,
+            "--target",
+            "sqlite",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let refused = cell(&summary.report, "write 1c", "pg");
+    assert_eq!(refused.status, Status::Refused);
+    assert!(
+        refused
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("synchronous_commit=off"),
+        "{:?}",
+        refused.reason
+    );
+    assert_eq!(
+        cell(&summary.report, "write 1c", "sqlite").status,
+        Status::Ok
+    );
+
+    let only = run(&args(
+        "crud",
+        &dir.path().join("only"),
+        &["--target", &target],
+    ))
+    .unwrap_err();
+    assert!(
+        format!("{only:#}").contains("no system can be measured"),
+        "{only:#}"
+    );
+    assert!(!dir.path().join("only").exists(), "nothing is left behind");
+
+    let out = dir.path().join("labelled");
+    let labelled = run(&args(
+        "crud",
+        &out,
+        &[
+            "--workloads",
+            "write-1c",
+            "--target",
+            &target,
+            "--allow-unmatched-durability",
+        ],
+    ))
+    .unwrap();
+    let cell = cell(&labelled.report, "write 1c", "pg");
+    assert_eq!(cell.status, Status::Ok);
+    assert_eq!(cell.labels, ["unmatched durability"]);
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("pg [unmatched durability]"), "{markdown}");
+}
+
+#[test]
+fn mariadb_without_a_durable_redo_log_is_refused() {
+    let Some(my) = mysql_url() else { return };
+    let _servers = lock_servers();
+    mariadb(&my, "SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&args(
+        "crud",
+        dir.path(),
+        &["--workloads", "write-1c", "--target", &my],
+    ));
+    mariadb(&my, "SET GLOBAL innodb_flush_log_at_trx_commit = 1");
+    let error = format!("{:#}", result.unwrap_err());
+    assert!(
+        error.contains("innodb_flush_log_at_trx_commit=2"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_foreign_table_in_the_namespace_is_never_touched() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    psql(
+        &pg,
+        "CREATE SCHEMA IF NOT EXISTS fairbench; CREATE TABLE fairbench.crud_read (precious int); INSERT INTO fairbench.crud_read VALUES (7)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&args("crud", dir.path(), &["--target", &pg]));
+    let left = psql(&pg, "SELECT precious FROM fairbench.crud_read");
+    psql(&pg, "DROP TABLE fairbench.crud_read");
+    let error = format!("{:#}", result.unwrap_err());
+    assert!(
+        error.contains("fairbench.crud_read exists but was not created by fairbench"),
+        "{error}"
+    );
+    assert_eq!(left, "7", "the foreign table keeps its data");
+}
+
+#[test]
+fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let unreachable = format!("postgres://fairbench:x@127.0.0.1:{closed_port}/postgres");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--workloads".into(), "delete-1c".into()],
+            "unknown workload `delete-1c`",
+        ),
+        (
+            vec!["--target".into(), unreachable.clone()],
+            "cannot connect to postgres",
+        ),
+        (
+            vec!["--target".into(), "redis://127.0.0.1:1".into()],
+            "unknown scheme `redis`",
+        ),
+        (
+            vec!["--target".into(), "postgres://127.0.0.1:notaport/db".into()],
+            "is not a target sql-bench can drive",
+        ),
+        (
+            vec!["--target".into(), "mysql://u@127.0.0.1:99999/db".into()],
+            "is not a target sql-bench can drive",
+        ),
+        (
+            vec!["--reference".into(), "nobody".into()],
+            "--reference nobody names no target",
+        ),
+        (
+            vec![
+                "--target".into(),
+                "sqlite".into(),
+                "--target".into(),
+                "sqlite".into(),
+            ],
+            "two targets are named `sqlite`",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let error = format!("{:#}", run(&args("crud", &out, &extra)).unwrap_err());
+        assert!(error.contains(expected), "{extra:?}: {error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(!out.exists(), "{extra:?} left {out:?} behind");
+    }
+    let error = format!(
+        "{:#}",
+        run(&args("crud", &out, &["--target", &unreachable])).unwrap_err()
+    );
+    assert!(error.contains("is the server running"), "{error}");
+    // Values clap refuses before anything runs.
+    for extra in [
+        ["--connections", "0"],
+        ["--duration", "0s"],
+        ["--rate", "0"],
+        ["--rounds", "-1"],
+    ] {
+        assert!(run(&args("crud", &out, &extra)).is_err(), "{extra:?}");
+    }
+    // An output folder that cannot be written.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let blocked = file.join("results");
+    let error = format!("{:#}", run(&args("crud", &blocked, &[])).unwrap_err());
+    assert!(error.contains("cannot use"), "{error}");
+}
+
+#[test]
+fn a_wrong_password_is_refused_with_the_server_message() {
+    let Some(pg) = postgres_url() else { return };
+    let Some(my) = mysql_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let error = format!(
+        "{:#}",
+        run(&args(
+            "crud",
+            &out,
+            &["--target", &with_password(&pg, "wrong")]
+        ))
+        .unwrap_err()
+    );
+    assert!(error.contains("password authentication failed"), "{error}");
+    assert!(
+        !error.contains("wrong"),
+        "the password is not printed: {error}"
+    );
+    let error = format!(
+        "{:#}",
+        run(&args(
+            "crud",
+            &out,
+            &["--target", &with_password(&my, "wrong")]
+        ))
+        .unwrap_err()
+    );
+    assert!(error.contains("Access denied"), "{error}");
+    assert!(!out.exists());
+}

@@ -1,0 +1,269 @@
+//! A real PostgreSQL that misbehaves: it loses writes, returns other data than it was given,
+//! hangs, or dies in the middle of a run. Each must show as a recorded cell, never as a number.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::results::Status;
+use support::*;
+
+/// A database of its own on the test server, with an event trigger that attaches `trigger_sql`
+/// to every table fairbench creates; dropped again when the guard goes.
+struct FaultyDatabase {
+    admin_url: String,
+    name: &'static str,
+    url: String,
+}
+
+impl FaultyDatabase {
+    fn new(admin_url: &str, name: &'static str, setup: &str) -> FaultyDatabase {
+        psql(
+            admin_url,
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        );
+        psql(admin_url, &format!("CREATE DATABASE {name}"));
+        let url = with_database(admin_url, name);
+        psql(&url, setup);
+        FaultyDatabase {
+            admin_url: admin_url.to_owned(),
+            name,
+            url,
+        }
+    }
+}
+
+impl Drop for FaultyDatabase {
+    fn drop(&mut self) {
+        psql(
+            &self.admin_url,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// Makes the function `{fault}(table)` run as a row trigger on each fairbench table created.
+fn attach_on_create(fault_functions: &str) -> String {
+    format!(
+        "{fault_functions}
+        CREATE FUNCTION attach_faults() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        DECLARE r record;
+        BEGIN
+          FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' LOOP
+            IF r.object_identity = 'fairbench.crud_write' THEN
+              EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_write FOR EACH ROW EXECUTE FUNCTION public.write_fault()';
+            ELSIF r.object_identity = 'fairbench.crud_read' THEN
+              EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_read FOR EACH ROW EXECUTE FUNCTION public.read_fault()';
+            END IF;
+          END LOOP;
+        END $$;
+        CREATE EVENT TRIGGER attach_faults ON ddl_command_end EXECUTE FUNCTION attach_faults();"
+    )
+}
+
+#[test]
+fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let lying = FaultyDatabase::new(
+        &pg,
+        "fairbench_lying",
+        &attach_on_create(
+            "CREATE FUNCTION write_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+             CREATE FUNCTION read_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN IF NEW.k = 500 THEN NEW.v := upper(NEW.v); END IF; RETURN NEW; END $$;",
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("liar={}", lying.url);
+    let summary = run(&args("crud", dir.path(), &["--target", &target])).unwrap();
+    assert_eq!(summary.exit_code, 1);
+    for cell in &summary.report.cells {
+        assert_eq!(cell.status, Status::Invalid, "{cell:?}");
+        assert!(cell.usable_throughput().is_none());
+    }
+    let reason = |workload: &str| {
+        summary
+            .report
+            .cells
+            .iter()
+            .find(|c| c.workload == workload)
+            .and_then(|c| c.reason.clone())
+            .unwrap()
+    };
+    assert!(
+        reason("write 1c").contains("0 rows found after"),
+        "{}",
+        reason("write 1c")
+    );
+    assert!(
+        reason("read 4c").contains("first: key 500"),
+        "{}",
+        reason("read 4c")
+    );
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(markdown.contains("| write 1c | invalid |"), "{markdown}");
+}
+
+#[test]
+fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let slow = FaultyDatabase::new(
+        &pg,
+        "fairbench_slow",
+        &attach_on_create(
+            "CREATE FUNCTION write_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$;
+             CREATE FUNCTION read_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;",
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("slow={}", slow.url);
+    let started = Instant::now();
+    let summary = run(&args(
+        "crud",
+        dir.path(),
+        &[
+            "--target",
+            &target,
+            "--workloads",
+            "write-1c,read-4c",
+            "--ceiling",
+            "1s",
+        ],
+    ))
+    .unwrap();
+    let write = &summary.report.cells[0];
+    assert_eq!(write.status, Status::Timeout, "{write:?}");
+    // The warm-up window already hangs; the cell is not retried in the measured rounds.
+    let reason = write.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("warm-up 1: 1 of 1 workers still busy 1s after the window closed"),
+        "{reason}"
+    );
+    assert!(write.throughput.is_none());
+    assert_eq!(
+        summary.report.cells[1].status,
+        Status::Ok,
+        "{:?}",
+        summary.report.cells[1]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "a timed-out cell is not retried round after round"
+    );
+}
+
+#[test]
+fn a_server_killed_mid_run_records_the_error_and_keeps_everything_measured() {
+    if !Path::new("/usr/lib/postgresql/15/bin/initdb").exists() {
+        assert!(
+            !servers_required(),
+            "PostgreSQL 15 is not installed: run scripts/test"
+        );
+        eprintln!("skipped: PostgreSQL 15 is not installed");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let services = scripts_dir().join("services");
+    let started = Command::new(&services)
+        .args(["start", state.path().to_str().unwrap(), "postgres"])
+        .env("FAIRBENCH_PG_PORT", "56432")
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let url = String::from_utf8(started.stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("export FAIRBENCH_TEST_POSTGRES_URL="))
+        .unwrap()
+        .to_owned();
+    let out = state.path().join("run");
+    // Crash the server once the first of its cells has a measured round on disk.
+    let watcher = {
+        let (out, services, state_dir) = (out.clone(), services.clone(), state.path().to_owned());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                let measured = std::fs::read_to_string(out.join("results.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .is_some_and(|r| {
+                        r["cells"].as_array().unwrap().iter().any(|c| {
+                            c["system"] == "doomed"
+                                && c["throughput"]["rounds"]
+                                    .as_array()
+                                    .is_some_and(|r| !r.is_empty())
+                        })
+                    });
+                if measured {
+                    let crashed = Command::new(&services)
+                        .args(["crash", state_dir.to_str().unwrap(), "postgres"])
+                        .status()
+                        .unwrap();
+                    assert!(crashed.success());
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let target = format!("doomed={url}");
+    let summary = run(&args(
+        "crud",
+        &out,
+        &[
+            "--target",
+            &target,
+            "--target",
+            "sqlite",
+            "--duration",
+            "500ms",
+            "--rounds",
+            "3",
+        ],
+    ));
+    assert!(
+        watcher.join().unwrap(),
+        "the server was crashed during the run"
+    );
+    let _ = Command::new(&services)
+        .args(["stop", state.path().to_str().unwrap()])
+        .status();
+    let summary = summary.expect("a server dying is a recorded cell, not a failed run");
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    let doomed: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == "doomed")
+        .collect();
+    let sqlite: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == "sqlite")
+        .collect();
+    assert!(sqlite.iter().all(|c| c.status == Status::Ok), "{sqlite:#?}");
+    assert!(
+        doomed.iter().all(|c| c.status == Status::Error),
+        "{doomed:#?}"
+    );
+    assert!(
+        doomed[0]
+            .throughput
+            .as_ref()
+            .is_some_and(|t| !t.rounds.is_empty()),
+        "rounds measured before the crash are kept: {:?}",
+        doomed[0]
+    );
+    let json = read_json(&out);
+    assert_eq!(json["cells"].as_array().unwrap().len(), 8);
+    assert!(out.join("report.md").exists());
+}
