@@ -174,10 +174,24 @@ mod tests {
         assert_eq!(schedule.issued(), 3);
         // The fourth tick (30 ms) is due inside the window, the fifth (40 ms) is not.
         assert!(matches!(
-            schedule.tick(late + Duration::from_millis(20)),
+            schedule.tick(late + Duration::from_millis(10)),
             Tick::Go { .. }
         ));
-        assert_eq!(schedule.tick(late + Duration::from_millis(20)), Tick::Stop);
+        assert_eq!(schedule.tick(late + Duration::from_millis(10)), Tick::Stop);
+        assert_eq!(schedule.unissued(), 0);
+    }
+
+    #[test]
+    fn a_worker_far_behind_stops_at_the_deadline_and_counts_what_it_never_sent() {
+        let start = Instant::now();
+        let pace = Pace::Open {
+            interval_ns: 1e6,
+            offset_ns: 0.0,
+        };
+        let mut schedule = Schedule::new(start, Duration::from_millis(100), pace);
+        assert!(matches!(schedule.tick(start), Tick::Go { .. }));
+        assert_eq!(schedule.tick(start + Duration::from_millis(100)), Tick::Stop);
+        assert_eq!(schedule.unissued(), 99);
     }
 
     #[test]
