@@ -190,7 +190,10 @@ mod tests {
         };
         let mut schedule = Schedule::new(start, Duration::from_millis(100), pace);
         assert!(matches!(schedule.tick(start), Tick::Go { .. }));
-        assert_eq!(schedule.tick(start + Duration::from_millis(100)), Tick::Stop);
+        assert_eq!(
+            schedule.tick(start + Duration::from_millis(100)),
+            Tick::Stop
+        );
         assert_eq!(schedule.unissued(), 99);
     }
 
