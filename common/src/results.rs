@@ -36,6 +36,9 @@ pub struct Report {
     pub verdicts: Vec<Verdict>,
     /// What the run does not establish, and anything else a reader must know.
     pub notes: Vec<String>,
+    /// Tool-specific sections (a recall curve, a batch-size sweep, …), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl Report {
@@ -71,6 +74,7 @@ impl Report {
             cells: Vec::new(),
             verdicts: Vec::new(),
             notes: Vec::new(),
+            extra: BTreeMap::new(),
         }
     }
 
@@ -169,6 +173,9 @@ pub struct Cell {
     /// The pooled latency histogram of all measured rounds, HdrHistogram V2 + deflate, base64.
     pub histogram_b64: Option<String>,
     pub service_histogram_b64: Option<String>,
+    /// Tool-specific figures of this cell (recall, loss, batch size, …), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl Cell {
@@ -193,6 +200,7 @@ impl Cell {
             client_cpu_ns_per_op: None,
             histogram_b64: None,
             service_histogram_b64: None,
+            extra: BTreeMap::new(),
         }
     }
 

@@ -430,6 +430,7 @@ pub(crate) mod tests {
             ],
             verdicts: vec![],
             notes: vec!["all requests from one client host".into()],
+            extra: Default::default(),
         }
     }
 
