@@ -33,6 +33,10 @@ impl Checksum {
     pub fn hex(&self) -> String {
         format!("{:016x}", self.0)
     }
+
+    pub fn value(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Printable ASCII of `len` bytes drawn from `rng`.

@@ -53,7 +53,7 @@ pub fn round_order(systems: usize, index: u32) -> Vec<usize> {
 }
 
 /// How bad a status is, for keeping the worst one a cell earned.
-fn severity(status: Status) -> u8 {
+pub fn severity(status: Status) -> u8 {
     match status {
         Status::Ok => 0,
         Status::ClientLimited => 1,

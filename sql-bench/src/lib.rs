@@ -1,7 +1,9 @@
-//! sql-bench: the CRUD suite of seed 000 across SQLite, PostgreSQL and MariaDB/MySQL, every
-//! system durability-matched and verified before it is timed.
+//! sql-bench: seed 000's CRUD suite and seeds 003/004's application suite across SQLite,
+//! PostgreSQL and MariaDB/MySQL, every system durability- and index-matched and its answers
+//! verified before it is timed.
 
 pub mod durability;
+pub mod query;
 pub mod suites;
 pub mod targets;
 
@@ -13,6 +15,7 @@ use clap::{Parser, Subcommand};
 use common::results::Report;
 use serde::Serialize;
 
+use crate::suites::app::AppOpts;
 use crate::suites::crud::CrudOpts;
 
 #[derive(Parser, Serialize, Debug, Clone)]
@@ -27,6 +30,9 @@ pub struct Opts {
 pub enum Suite {
     /// Seed 000's CRUD workloads: write 1c, write/read/mixed at --connections (ops/s, p50/p99).
     Crud(CrudOpts),
+    /// Seeds 003/004's nine application-shaped scenarios through one data layer, every engine
+    /// index-matched and its answers verified (median/p95 per scenario, won/lost/placement).
+    App(AppOpts),
 }
 
 /// What a finished run leaves: the report (also written to `results_dir`) and the exit code
@@ -54,6 +60,7 @@ pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Res
 async fn run_suite(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     match &opts.suite {
         Suite::Crud(crud) => suites::crud::run(crud, interrupt).await,
+        Suite::App(app) => suites::app::run(app, interrupt).await,
     }
 }
 

@@ -211,7 +211,7 @@ fn method_line(report: &Report) -> String {
     )
 }
 
-fn systems_table(report: &Report) -> Table {
+pub fn systems_table(report: &Report) -> Table {
     let rows = report
         .systems
         .iter()
@@ -248,7 +248,7 @@ fn systems_table(report: &Report) -> Table {
     }
 }
 
-fn environment_lines(report: &Report) -> Vec<String> {
+pub fn environment_lines(report: &Report) -> Vec<String> {
     let env = &report.environment;
     let mut lines = vec![format!(
         "{} · {} cores · {} · Linux {} · load {:.2} at start{}",

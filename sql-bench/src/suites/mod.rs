@@ -1,3 +1,5 @@
-//! The suites sql-bench runs, one folder each.
+//! The suites sql-bench runs, one folder each, and what they share.
 
+pub mod app;
 pub mod crud;
+pub mod systems;

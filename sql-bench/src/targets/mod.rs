@@ -4,6 +4,7 @@
 
 pub mod mysql;
 pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use common::pool::BoxFuture;
 use common::window::{WindowOutcome, WindowPlan};
 
 use crate::durability::Durability;
+use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workload::Mix;
 
 /// Why a target could not do what was asked; every message is one complete sentence.
@@ -128,6 +130,38 @@ pub trait Target: Send {
         read: KvTable,
         write: KvTable,
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>>;
+
+    /// Fails with [`TargetError::Foreign`] when the collection's table exists without
+    /// fairbench's marker.
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>>;
+
+    /// (Re)creates the collection's table, marked as fairbench's, with its primary key and
+    /// exactly the declared secondary indexes, before any row is written.
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>>;
+
+    /// The collection's exact row count and every index, read from the engine's own catalog.
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>>;
+
+    /// Drops fairbench's own collection table.
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>>;
+
+    /// Opens a session for the collection's document requests (a connection of its own).
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>>;
 }
 
 /// A system's open worker sessions for the key/value workloads.

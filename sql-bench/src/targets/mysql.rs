@@ -14,11 +14,14 @@ use common::pool::{BoxFuture, Connector, Pool};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
+mod docs;
+
 use super::{
     Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
     op_error,
 };
 use crate::durability::Durability;
+use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workers::async_workers;
 
 const DATABASE: &str = "fairbench";
@@ -33,8 +36,8 @@ pub struct MysqlTarget {
     control: Conn,
 }
 
-fn physical(table: KvTable) -> String {
-    format!("{DATABASE}.{}", table.name)
+fn physical(name: &str) -> String {
+    format!("{DATABASE}.{name}")
 }
 
 async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
@@ -114,23 +117,23 @@ impl MysqlTarget {
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&mut self, table: KvTable) -> Result<Option<bool>, TargetError> {
+    async fn ownership(&mut self, name: &str) -> Result<Option<bool>, TargetError> {
         let comment: Option<String> = self
             .control
             .exec_first(
                 "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                (DATABASE, table.name),
+                (DATABASE, name),
             )
             .await
             .map_err(|e| query_error(&self.identity, e))?;
         Ok(comment.map(|c| c == MARKER))
     }
 
-    async fn ensure_ours_or_absent(&mut self, table: KvTable) -> Result<(), TargetError> {
-        match self.ownership(table).await? {
+    async fn ensure_ours_or_absent(&mut self, name: &str) -> Result<(), TargetError> {
+        match self.ownership(name).await? {
             Some(false) => Err(TargetError::Foreign {
                 system: self.identity.name.clone(),
-                object: format!("table {}", physical(table)),
+                object: format!("table {}", physical(name)),
             }),
             _ => Ok(()),
         }
@@ -222,7 +225,7 @@ impl Target for MysqlTarget {
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             for table in tables {
-                self.ensure_ours_or_absent(*table).await?;
+                self.ensure_ours_or_absent(table.name).await?;
             }
             Ok(())
         })
@@ -234,8 +237,8 @@ impl Target for MysqlTarget {
         rows: &'a [(i64, String)],
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
-            self.ensure_ours_or_absent(table).await?;
-            let name = physical(table);
+            self.ensure_ours_or_absent(table.name).await?;
+            let name = physical(table.name);
             for ddl in [
                 format!("CREATE DATABASE IF NOT EXISTS {DATABASE}"),
                 format!("DROP TABLE IF EXISTS {name}"),
@@ -292,13 +295,13 @@ impl Target for MysqlTarget {
             if key.as_deref() != Some("k") {
                 return Err(self.error(format!(
                     "{} has no primary key on k (information_schema.STATISTICS shows {key:?})",
-                    physical(table)
+                    physical(table.name)
                 )));
             }
             if engine.as_deref() != Some("InnoDB") {
                 return Err(self.error(format!(
                     "{} uses engine {engine:?}, not InnoDB: its commits are not durable the same way",
-                    physical(table)
+                    physical(table.name)
                 )));
             }
             Ok(BTreeMap::from([
@@ -317,7 +320,10 @@ impl Target for MysqlTarget {
     ) -> BoxFuture<'_, Result<Vec<(i64, String)>, TargetError>> {
         Box::pin(async move {
             self.control
-                .query(format!("SELECT k, v FROM {} ORDER BY k", physical(table)))
+                .query(format!(
+                    "SELECT k, v FROM {} ORDER BY k",
+                    physical(table.name)
+                ))
                 .await
                 .map_err(|e| self.error(e))
         })
@@ -335,7 +341,7 @@ impl Target for MysqlTarget {
                 .exec_first(
                     format!(
                         "SELECT COUNT(*) FROM {} WHERE k >= ? AND k < ?",
-                        physical(table)
+                        physical(table.name)
                     ),
                     (low, high),
                 )
@@ -347,9 +353,9 @@ impl Target for MysqlTarget {
 
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
-            if self.ownership(table).await? == Some(true) {
+            if self.ownership(table.name).await? == Some(true) {
                 self.control
-                    .query_drop(format!("DROP TABLE {}", physical(table)))
+                    .query_drop(format!("DROP TABLE {}", physical(table.name)))
                     .await
                     .map_err(|e| self.error(e))?;
             }
@@ -365,9 +371,10 @@ impl Target for MysqlTarget {
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
         let opts = self.opts.clone();
         let identity = self.identity.clone();
-        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?", physical(read)).into();
+        let read_sql: Arc<str> =
+            format!("SELECT v FROM {} WHERE k = ?", physical(read.name)).into();
         let write_sql: Arc<str> =
-            format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write)).into();
+            format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write.name)).into();
         let connector: Connector<MysqlSession> = Arc::new(move || {
             let (opts, identity) = (opts.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
@@ -390,6 +397,45 @@ impl Target for MysqlTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
+    }
+
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(docs::create(self, collection))
+    }
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(docs::inspect(self, collection))
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(docs::remove(self, collection))
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        Box::pin(docs::open_session(
+            self.opts.clone(),
+            self.identity.clone(),
+            *collection,
+        ))
     }
 }
 

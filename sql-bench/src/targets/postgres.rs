@@ -13,11 +13,14 @@ use common::pool::{BoxFuture, Connector, Pool};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+mod docs;
+
 use super::{
     Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
     op_error,
 };
 use crate::durability::Durability;
+use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workers::async_workers;
 
 const SCHEMA: &str = "fairbench";
@@ -30,8 +33,8 @@ pub struct PostgresTarget {
     control: Client,
 }
 
-fn physical(table: KvTable) -> String {
-    format!("{SCHEMA}.{}", table.name)
+fn physical(name: &str) -> String {
+    format!("{SCHEMA}.{name}")
 }
 
 /// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
@@ -142,25 +145,25 @@ impl PostgresTarget {
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self, table: KvTable) -> Result<Option<bool>, TargetError> {
+    async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
         let row = self
             .control
             .query_opt(
                 "SELECT coalesce(obj_description(c.oid, 'pg_class'), '')
                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                   WHERE n.nspname = $1 AND c.relname = $2",
-                &[&SCHEMA, &table.name],
+                &[&SCHEMA, &name],
             )
             .await
             .map_err(|e| self.error(describe_error(&e)))?;
         Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
     }
 
-    async fn ensure_ours_or_absent(&self, table: KvTable) -> Result<(), TargetError> {
-        match self.ownership(table).await? {
+    async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
+        match self.ownership(name).await? {
             Some(false) => Err(TargetError::Foreign {
                 system: self.identity.name.clone(),
-                object: format!("relation {}", physical(table)),
+                object: format!("relation {}", physical(name)),
             }),
             _ => Ok(()),
         }
@@ -256,7 +259,7 @@ impl Target for PostgresTarget {
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             for table in tables {
-                self.ensure_ours_or_absent(*table).await?;
+                self.ensure_ours_or_absent(table.name).await?;
             }
             Ok(())
         })
@@ -268,8 +271,8 @@ impl Target for PostgresTarget {
         rows: &'a [(i64, String)],
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
-            self.ensure_ours_or_absent(table).await?;
-            let name = physical(table);
+            self.ensure_ours_or_absent(table.name).await?;
+            let name = physical(table.name);
             let ddl = format!(
                 "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
                  DROP TABLE IF EXISTS {name};
@@ -315,19 +318,19 @@ impl Target for PostgresTarget {
                 )
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?
-                .ok_or_else(|| self.error(format!("{} does not exist", physical(table))))?;
+                .ok_or_else(|| self.error(format!("{} does not exist", physical(table.name))))?;
             let persistence: String = row.get(0);
             let primary_key: Option<String> = row.get(1);
             if primary_key.as_deref() != Some("k") {
                 return Err(self.error(format!(
                     "{} has no primary key on k (pg_index shows {primary_key:?})",
-                    physical(table)
+                    physical(table.name)
                 )));
             }
             if persistence != "p" {
                 return Err(self.error(format!(
                     "{} is not a logged table (relpersistence={persistence}): its writes skip the WAL",
-                    physical(table)
+                    physical(table.name)
                 )));
             }
             Ok(BTreeMap::from([
@@ -348,7 +351,7 @@ impl Target for PostgresTarget {
             let rows = self
                 .control
                 .query(
-                    &format!("SELECT k, v FROM {} ORDER BY k", physical(table)),
+                    &format!("SELECT k, v FROM {} ORDER BY k", physical(table.name)),
                     &[],
                 )
                 .await
@@ -369,7 +372,7 @@ impl Target for PostgresTarget {
                 .query_one(
                     &format!(
                         "SELECT count(*) FROM {} WHERE k >= $1 AND k < $2",
-                        physical(table)
+                        physical(table.name)
                     ),
                     &[&low, &high],
                 )
@@ -381,9 +384,9 @@ impl Target for PostgresTarget {
 
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
-            if self.ownership(table).await? == Some(true) {
+            if self.ownership(table.name).await? == Some(true) {
                 self.control
-                    .batch_execute(&format!("DROP TABLE {}", physical(table)))
+                    .batch_execute(&format!("DROP TABLE {}", physical(table.name)))
                     .await
                     .map_err(|e| self.error(describe_error(&e)))?;
             }
@@ -399,9 +402,13 @@ impl Target for PostgresTarget {
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
         let config = self.config.clone();
         let identity = self.identity.clone();
-        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = $1", physical(read)).into();
-        let write_sql: Arc<str> =
-            format!("INSERT INTO {} (k, v) VALUES ($1, $2)", physical(write)).into();
+        let read_sql: Arc<str> =
+            format!("SELECT v FROM {} WHERE k = $1", physical(read.name)).into();
+        let write_sql: Arc<str> = format!(
+            "INSERT INTO {} (k, v) VALUES ($1, $2)",
+            physical(write.name)
+        )
+        .into();
         let connector: Connector<PgSession> = Arc::new(move || {
             let (config, identity) = (config.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
@@ -434,6 +441,45 @@ impl Target for PostgresTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
+    }
+
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(docs::create(self, collection))
+    }
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(docs::inspect(self, collection))
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(docs::remove(self, collection))
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        Box::pin(docs::open_session(
+            &self.config,
+            &self.identity,
+            *collection,
+        ))
     }
 }
 

@@ -13,8 +13,11 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use rusqlite::{Connection, OptionalExtension, params};
 
+mod docs;
+
 use super::{BlockingKvSession, Description, Identity, KvTable, KvWorkers, Target, TargetError};
 use crate::durability::Durability;
+use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workers::blocking_workers;
 
 /// Every fairbench table carries this prefix (SQLite has no schemas).
@@ -29,8 +32,8 @@ pub struct SqliteTarget {
     write_lock: Arc<Mutex<()>>,
 }
 
-fn physical(table: KvTable) -> String {
-    format!("{PREFIX}{}", table.name)
+fn physical(name: &str) -> String {
+    format!("{PREFIX}{name}")
 }
 
 /// Opens a connection configured for durable commits.
@@ -118,10 +121,10 @@ impl SqliteTarget {
             .is_some())
     }
 
-    fn ensure_ours_or_absent(&self, table: KvTable) -> Result<(), TargetError> {
-        let name = physical(table);
+    /// Fails when the table `name` (physical) exists and is not fairbench's.
+    fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self
-            .is_ours(&name)
+            .is_ours(name)
             .map_err(|e| query_error(&self.identity, e))?
         {
             Some(false) => Err(TargetError::Foreign {
@@ -133,8 +136,8 @@ impl SqliteTarget {
     }
 
     fn create(&mut self, table: KvTable, rows: &[(i64, String)]) -> Result<(), TargetError> {
-        self.ensure_ours_or_absent(table)?;
-        let name = physical(table);
+        let name = physical(table.name);
+        self.ensure_ours_or_absent(&name)?;
         let tx = self
             .control
             .transaction()
@@ -157,6 +160,24 @@ impl SqliteTarget {
             }
         }
         tx.commit().map_err(|e| query_error(&self.identity, e))
+    }
+}
+
+impl SqliteTarget {
+    /// Drops the table `name` (physical) when it is fairbench's; anything else stays.
+    fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
+        if self
+            .is_ours(name)
+            .map_err(|e| query_error(&self.identity, e))?
+            == Some(true)
+        {
+            self.control
+                .execute_batch(&format!(
+                    "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
+                ))
+                .map_err(|e| query_error(&self.identity, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -230,7 +251,7 @@ impl Target for SqliteTarget {
         Box::pin(async move {
             tables
                 .iter()
-                .try_for_each(|t| self.ensure_ours_or_absent(*t))
+                .try_for_each(|t| self.ensure_ours_or_absent(&physical(t.name)))
         })
     }
 
@@ -247,7 +268,7 @@ impl Target for SqliteTarget {
         table: KvTable,
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
-            let name = physical(table);
+            let name = physical(table.name);
             let mut stmt = self
                 .control
                 .prepare(&format!("PRAGMA table_info({name})"))
@@ -279,7 +300,10 @@ impl Target for SqliteTarget {
         Box::pin(async move {
             let mut stmt = self
                 .control
-                .prepare(&format!("SELECT k, v FROM {} ORDER BY k", physical(table)))
+                .prepare(&format!(
+                    "SELECT k, v FROM {} ORDER BY k",
+                    physical(table.name)
+                ))
                 .map_err(|e| query_error(&self.identity, e))?;
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .and_then(Iterator::collect)
@@ -298,7 +322,7 @@ impl Target for SqliteTarget {
                 .query_row(
                     &format!(
                         "SELECT count(*) FROM {} WHERE k >= ?1 AND k < ?2",
-                        physical(table)
+                        physical(table.name)
                     ),
                     [low, high],
                     |r| r.get::<_, i64>(0),
@@ -309,21 +333,7 @@ impl Target for SqliteTarget {
     }
 
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(async move {
-            let name = physical(table);
-            if self
-                .is_ours(&name)
-                .map_err(|e| query_error(&self.identity, e))?
-                == Some(true)
-            {
-                self.control
-                    .execute_batch(&format!(
-                        "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
-                    ))
-                    .map_err(|e| query_error(&self.identity, e))?;
-            }
-            Ok(())
-        })
+        Box::pin(async move { self.drop_own(&physical(table.name)) })
     }
 
     fn open_kv_workers(
@@ -335,9 +345,13 @@ impl Target for SqliteTarget {
         let path = self.path.clone();
         let write_lock = self.write_lock.clone();
         let identity = self.identity.clone();
-        let read_sql: Arc<str> = format!("SELECT v FROM {} WHERE k = ?1", physical(read)).into();
-        let write_sql: Arc<str> =
-            format!("INSERT INTO {} (k, v) VALUES (?1, ?2)", physical(write)).into();
+        let read_sql: Arc<str> =
+            format!("SELECT v FROM {} WHERE k = ?1", physical(read.name)).into();
+        let write_sql: Arc<str> = format!(
+            "INSERT INTO {} (k, v) VALUES (?1, ?2)",
+            physical(write.name)
+        )
+        .into();
         let connector: Connector<SqliteSession> = Arc::new(move || {
             let (path, write_lock, read_sql, write_sql) = (
                 path.clone(),
@@ -362,6 +376,42 @@ impl Target for SqliteTarget {
                 .map_err(TargetError::Other)?;
             Ok(blocking_workers(pool))
         })
+    }
+
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { docs::check(self, collection) })
+    }
+
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { tokio::task::block_in_place(|| docs::create(self, collection)) })
+    }
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move { tokio::task::block_in_place(|| docs::inspect(self, collection)) })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { docs::remove(self, collection) })
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        let (path, identity, collection) = (self.path.clone(), self.identity.clone(), *collection);
+        Box::pin(async move { docs::open_session(&path, &identity, collection) })
     }
 }
 

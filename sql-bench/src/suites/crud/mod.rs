@@ -26,7 +26,8 @@ use self::data::CrudData;
 use self::workload::{Kind, MAX_WINDOWS, Mix, Workload};
 use crate::Summary;
 use crate::durability::Durability;
-use crate::targets::{self, KvTable, KvWindow, KvWorkers, Target};
+use crate::suites::systems;
+use crate::targets::{KvTable, KvWindow, KvWorkers, Target};
 
 /// The table point reads go to.
 const READ_TABLE: &str = "crud_read";
@@ -129,46 +130,6 @@ fn plan_workloads(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
     Ok(workloads)
 }
 
-/// The systems to measure; names given with NAME= must be distinct.
-fn plan_targets(common: &CommonOpts) -> anyhow::Result<Vec<TargetSpec>> {
-    let mut specs = common.targets.clone();
-    if specs.is_empty() {
-        specs.push(TargetSpec::parse(targets::DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
-    }
-    Ok(specs)
-}
-
-/// Names every unnamed system after its engine (as the server reported it), then checks that
-/// no two share a name and that the reference is one of them.
-fn settle_names(
-    systems: &mut [System],
-    explicit: &[Option<String>],
-    reference: Option<&str>,
-) -> anyhow::Result<()> {
-    let mut names: Vec<String> = Vec::new();
-    for (system, given) in systems.iter_mut().zip(explicit) {
-        let name = given.clone().unwrap_or_else(|| system.info.kind.clone());
-        if names.contains(&name) {
-            bail!(
-                "two targets are named `{name}`; tell them apart with NAME=URL (for example --target {name}2={})",
-                system.info.url_redacted
-            );
-        }
-        names.push(name.clone());
-        system.target.identity_mut().name.clone_from(&name);
-        system.info.name = name;
-    }
-    if let Some(reference) = reference
-        && !names.iter().any(|n| n == reference)
-    {
-        bail!(
-            "--reference {reference} names no target (targets: {})",
-            names.join(", ")
-        );
-    }
-    Ok(())
-}
-
 fn tables(opts: &CrudOpts) -> (KvTable, KvTable) {
     let table = |name| KvTable {
         name,
@@ -188,7 +149,7 @@ fn workloads_max_connections(opts: &CrudOpts) -> usize {
 pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     opts.common.validate().map_err(anyhow::Error::msg)?;
     let workloads = plan_workloads(opts)?;
-    let specs = plan_targets(&opts.common)?;
+    let specs = systems::plan_targets(&opts.common)?;
     let progress = Progress::start(opts.common.quiet);
     let environment = measure_environment(opts, &progress);
     let started = common::clock::now_rfc3339();
@@ -284,53 +245,30 @@ fn measured(systems: &mut [System]) -> impl Iterator<Item = &mut System> {
     systems.iter_mut().filter(|s| s.refused.is_none())
 }
 
-/// Opens every target and reads what it reports about itself; refuses (or, when allowed,
-/// labels) each whose durability does not match the configuration.
+/// Opens every target and reads what it reports about itself (see [`systems::connect_all`]).
 async fn connect_all(
     opts: &CrudOpts,
     specs: &[TargetSpec],
     results: &ResultsDir,
 ) -> anyhow::Result<Vec<System>> {
-    let mut systems = Vec::new();
-    for spec in specs {
-        let mut target = targets::open(spec, results.path()).await?;
-        let description = target.describe(opts.config).await?;
-        let identity = target.identity().clone();
-        let mut system = System {
-            target,
-            info: SystemInfo {
-                name: identity.name.clone(),
-                kind: description.kind.clone(),
-                url_redacted: identity.url_redacted.clone(),
-                version: description.version.clone(),
-                verified: description.settings.clone(),
-                labels: Vec::new(),
-                data_dir: description
-                    .data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string()),
-                durable_write_floor_ns: None,
-            },
+    let connected = systems::connect_all(
+        specs,
+        results.path(),
+        opts.config,
+        opts.allow_unmatched_durability,
+        opts.common.reference.as_deref(),
+    )
+    .await?;
+    Ok(connected
+        .into_iter()
+        .map(|c| System {
+            target: c.target,
+            info: c.info,
             workers: None,
-            refused: None,
+            refused: c.refused,
             reads_invalid: None,
-        };
-        if !description.mismatches.is_empty() {
-            let what = description.mismatches.join("; ");
-            if opts.allow_unmatched_durability {
-                system.info.labels.push("unmatched durability".into());
-            } else {
-                system.refused = Some(format!(
-                    "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
-                    opts.config
-                ));
-            }
-        }
-        systems.push(system);
-    }
-    let explicit: Vec<Option<String>> = specs.iter().map(|s| s.name.clone()).collect();
-    settle_names(&mut systems, &explicit, opts.common.reference.as_deref())?;
-    Ok(systems)
+        })
+        .collect())
 }
 
 /// Creates both tables, verifies them from the engine's catalog, reads the read table back,

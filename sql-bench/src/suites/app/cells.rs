@@ -1,0 +1,261 @@
+//! The app suite's cells, one per scenario × engine: every raw measurement pooled across rounds
+//! (never a median of medians), each round's own figure for the noise band, the rows the
+//! scenario must return, the evidence read from each engine, and the status each cell earned.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::protocol::severity;
+use common::recorder::{Recorder, encode_histogram, percentiles};
+use common::results::{Cell, Report, Status, Throughput};
+
+use super::scenarios::{Answer, Scenario, expected};
+use super::{AppOpts, Data};
+use crate::suites::systems::Connected;
+
+struct AppCell {
+    scenario: Scenario,
+    system: String,
+    /// What the scenario must return (reads), from the generated data.
+    expected: Option<Answer>,
+    /// Rows the scenario returns (reads) or inserts per round (writes).
+    rows: u64,
+    /// Iteration times (reads) or batch times (writes), pooled over rounds.
+    samples: Recorder,
+    /// Reads: each round's median iteration time, ns. Writes: each round's rows/s.
+    per_round: Vec<f64>,
+    /// Writes: each batch's rows/s, pooled over rounds.
+    batch_rates: Vec<f64>,
+    status: Status,
+    reason: Option<String>,
+    labels: Vec<String>,
+    rounds_planned: u32,
+}
+
+pub struct Cells {
+    cells: Vec<AppCell>,
+    systems: Vec<String>,
+    evidence: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+fn median(values: &mut [u64]) -> f64 {
+    values.sort_unstable();
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) as f64 / 2.0
+    } else {
+        values[mid] as f64
+    }
+}
+
+impl Cells {
+    pub fn new(
+        opts: &AppOpts,
+        systems: &[Connected],
+        scenarios: &[Scenario],
+        data: &Data,
+    ) -> Cells {
+        let mut cells = Vec::new();
+        for scenario in scenarios {
+            let answer = (!scenario.is_write())
+                .then(|| expected(*scenario, &data.fill.records, &data.params));
+            let rows = match scenario {
+                Scenario::Fill => opts.rows,
+                Scenario::Append => opts.append_rows(),
+                _ => answer.map_or(0, |a| a.rows),
+            };
+            for system in systems {
+                let (status, reason) = match &system.refused {
+                    Some(reason) => (Status::Refused, Some(reason.clone())),
+                    None => (Status::Ok, None),
+                };
+                cells.push(AppCell {
+                    scenario: *scenario,
+                    system: system.info.name.clone(),
+                    expected: answer,
+                    rows,
+                    samples: Recorder::new(false),
+                    per_round: Vec::new(),
+                    batch_rates: Vec::new(),
+                    status,
+                    reason,
+                    labels: system.info.labels.clone(),
+                    rounds_planned: opts.common.rounds,
+                });
+            }
+        }
+        Cells {
+            cells,
+            systems: systems.iter().map(|s| s.info.name.clone()).collect(),
+            evidence: BTreeMap::new(),
+        }
+    }
+
+    fn cell(&mut self, scenario: Scenario, system: usize) -> Option<&mut AppCell> {
+        let name = &self.systems[system];
+        self.cells
+            .iter_mut()
+            .find(|c| c.scenario == scenario && &c.system == name)
+    }
+
+    /// What `scenario` must return, when it is a read.
+    pub fn expected(&self, scenario: Scenario) -> Option<Answer> {
+        self.cells
+            .iter()
+            .find(|c| c.scenario == scenario)
+            .and_then(|c| c.expected)
+    }
+
+    /// Whether the cell is asked for and nothing has ruled it out yet.
+    pub fn is_live(&self, scenario: Scenario, system: usize) -> bool {
+        let name = &self.systems[system];
+        self.cells
+            .iter()
+            .any(|c| c.scenario == scenario && &c.system == name && c.status == Status::Ok)
+    }
+
+    /// Keeps the worse status; on a tie the first reason stays.
+    pub fn mark(&mut self, scenario: Scenario, system: usize, status: Status, reason: &str) {
+        if let Some(cell) = self.cell(scenario, system)
+            && severity(status) > severity(cell.status)
+        {
+            cell.status = status;
+            cell.reason = Some(reason.to_owned());
+        }
+    }
+
+    /// Marks every cell of `system` in `scenarios` that is still ok.
+    pub fn mark_each(
+        &mut self,
+        scenarios: &[Scenario],
+        system: usize,
+        status: Status,
+        reason: &str,
+    ) {
+        for scenario in scenarios {
+            self.mark(*scenario, system, status, reason);
+        }
+    }
+
+    /// One round's iterations of a read scenario, in nanoseconds.
+    pub fn record_iterations(
+        &mut self,
+        scenario: Scenario,
+        system: usize,
+        mut samples_ns: Vec<u64>,
+    ) {
+        let Some(cell) = self.cell(scenario, system) else {
+            return;
+        };
+        for ns in &samples_ns {
+            let d = Duration::from_nanos(*ns);
+            cell.samples.record_ok(d, d);
+        }
+        if !samples_ns.is_empty() {
+            cell.per_round.push(median(&mut samples_ns));
+        }
+    }
+
+    /// One round's insert batches: each batch's time and rows.
+    pub fn record_batches(
+        &mut self,
+        scenario: Scenario,
+        system: usize,
+        batches: &[(Duration, u64)],
+    ) {
+        let Some(cell) = self.cell(scenario, system) else {
+            return;
+        };
+        let total_rows: u64 = batches.iter().map(|(_, rows)| rows).sum();
+        let total_time: Duration = batches.iter().map(|(time, _)| *time).sum();
+        for (time, rows) in batches {
+            cell.samples.record_ok(*time, *time);
+            cell.batch_rates
+                .push(*rows as f64 / time.as_secs_f64().max(1e-9));
+        }
+        cell.per_round
+            .push(total_rows as f64 / total_time.as_secs_f64().max(1e-9));
+    }
+
+    pub fn add_evidence(&mut self, system: usize, key: &str, value: String) {
+        let name = self.systems[system].clone();
+        self.evidence
+            .entry(name)
+            .or_default()
+            .insert(key.to_owned(), value);
+    }
+
+    /// What was read from `system`'s catalog, for its `verified` settings.
+    pub fn evidence(&self, system: &str) -> BTreeMap<String, String> {
+        self.evidence.get(system).cloned().unwrap_or_default()
+    }
+
+    /// Puts every cell, as it stands, into the report.
+    pub fn write_into(&self, report: &mut Report) {
+        for cell in &self.cells {
+            report.upsert_cell(cell.to_cell());
+        }
+    }
+}
+
+impl AppCell {
+    fn to_cell(&self) -> Cell {
+        let unit = if self.scenario.is_write() {
+            "rows/s"
+        } else {
+            "iteration"
+        };
+        let mut cell = Cell::new(
+            self.scenario.key(),
+            &self.system,
+            unit,
+            1,
+            self.rounds_planned,
+        );
+        cell.status = self.status;
+        cell.reason.clone_from(&self.reason);
+        cell.labels.clone_from(&self.labels);
+        let measured = self.per_round.len() as u32;
+        if measured < self.rounds_planned && self.status == Status::Ok {
+            cell.status = Status::Error;
+            cell.reason = Some(format!(
+                "incomplete: {measured} of {} rounds measured",
+                self.rounds_planned
+            ));
+        }
+        cell.latency_ns = percentiles(&self.samples.latency);
+        cell.counts = self.samples.counts;
+        cell.histogram_b64 =
+            (!self.samples.latency.is_empty()).then(|| encode_histogram(&self.samples.latency));
+        cell.extra
+            .insert("title".into(), self.scenario.title().into());
+        if self.scenario.is_write() {
+            if let Some(t) = Throughput::from_rounds(self.batch_rates.clone()) {
+                cell.throughput = Some(Throughput {
+                    rounds: self.per_round.clone(),
+                    ..t
+                });
+            }
+        } else {
+            cell.extra
+                .insert("round_medians_ns".into(), self.per_round.clone().into());
+        }
+        cell.extra.insert("rows".into(), self.rows.into());
+        if let Some(answer) = self.expected {
+            cell.extra
+                .insert("digest".into(), answer.digest_hex().into());
+        }
+        cell
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3, 1, 2]), 2.0);
+        assert_eq!(median(&mut [4, 1, 3, 2]), 2.5);
+    }
+}

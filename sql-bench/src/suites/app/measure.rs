@@ -1,0 +1,397 @@
+//! One engine's round: a fresh collection with the declared indexes, the fill, the catalog
+//! checks, each read scenario (answer verified, warm-ups discarded, iterations timed), and the
+//! append onto the populated collection.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::human::{format_latency_ns, format_rate};
+use common::progress::Progress;
+use common::results::Status;
+use common::writer::WriteError;
+
+use super::cells::Cells;
+use super::layer::{DataLayer, LayerError};
+use super::scenarios::{self, Scenario};
+use super::{AppOpts, COLLECTION, Data};
+use crate::query::{CollectionState, Doc, DocError, DocSession};
+use crate::suites::systems::Connected;
+
+pub struct RoundContext<'a> {
+    pub opts: &'a AppOpts,
+    /// 1-based.
+    pub round: u32,
+    pub scenarios: &'a [Scenario],
+    pub data: &'a Data,
+    pub progress: &'a Progress,
+    pub interrupt: &'a AtomicBool,
+    /// Leave the collection in place afterwards.
+    pub keep: bool,
+}
+
+impl RoundContext<'_> {
+    fn reads(&self) -> Vec<Scenario> {
+        self.scenarios
+            .iter()
+            .copied()
+            .filter(|s| !s.is_write())
+            .collect()
+    }
+
+    fn label(&self, system: &str, what: &str) -> String {
+        format!(
+            "{system} · round {}/{} · {what}",
+            self.round, self.opts.common.rounds
+        )
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::SeqCst)
+    }
+}
+
+/// The status and reason a failed request earns its cell.
+fn failure(round: u32, error: &LayerError) -> (Status, String) {
+    match error {
+        LayerError::Doc(DocError::Timeout) => (
+            Status::Timeout,
+            format!("round {round}: no answer before the ceiling"),
+        ),
+        LayerError::Doc(DocError::Refused(message)) => (
+            Status::Refused,
+            format!("the engine refused the request: {message}"),
+        ),
+        LayerError::Doc(DocError::Lost(message)) => (
+            Status::Error,
+            format!("round {round}: the connection was lost: {message}"),
+        ),
+        LayerError::Decode(message) => (Status::Invalid, format!("round {round}: {message}")),
+    }
+}
+
+/// Runs one round on one engine; cells record what happened, and `save` writes them out after
+/// every scenario.
+pub async fn round(
+    ctx: &RoundContext<'_>,
+    system: &mut Connected,
+    cells: &mut Cells,
+    index: usize,
+    mut save: impl FnMut(&Cells) -> Result<(), WriteError>,
+) -> anyhow::Result<()> {
+    let round = ctx.round;
+    let all = ctx.scenarios;
+    let name = system.info.name.clone();
+    if let Err(e) = system.target.create_collection(&COLLECTION).await {
+        cells.mark_each(
+            all,
+            index,
+            Status::Error,
+            &format!("round {round}: creating the collection failed: {e}"),
+        );
+        save(cells)?;
+        return Ok(());
+    }
+    let mut session = match system.target.open_doc_session(&COLLECTION).await {
+        Ok(session) => session,
+        Err(e) => {
+            cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
+            save(cells)?;
+            return Ok(());
+        }
+    };
+    if !fill(ctx, &name, session.as_mut(), cells, index).await {
+        save(cells)?;
+        return Ok(());
+    }
+    match system.target.inspect_collection(&COLLECTION).await {
+        Ok(state) => check_catalog(ctx, &state, cells, index),
+        Err(e) => cells.mark_each(
+            all,
+            index,
+            Status::Error,
+            &format!("round {round}: reading the catalog failed: {e}"),
+        ),
+    }
+    save(cells)?;
+    for scenario in ctx.reads() {
+        if ctx.interrupted() {
+            break;
+        }
+        if !cells.is_live(scenario, index) {
+            continue;
+        }
+        let lost = read_scenario(ctx, &name, session.as_mut(), scenario, cells, index).await;
+        save(cells)?;
+        if lost {
+            // A lost connection is replaced for the scenarios that follow.
+            match system.target.open_doc_session(&COLLECTION).await {
+                Ok(fresh) => session = fresh,
+                Err(e) => {
+                    cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
+                    save(cells)?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+    if all.contains(&Scenario::Append)
+        && cells.is_live(Scenario::Append, index)
+        && !ctx.interrupted()
+    {
+        append(ctx, &name, system, session.as_mut(), cells, index).await;
+        save(cells)?;
+    }
+    drop(session);
+    if !ctx.keep
+        && let Err(e) = system.target.drop_collection(&COLLECTION).await
+    {
+        ctx.progress
+            .line(format!("{name}: dropping the collection failed: {e}"));
+    }
+    Ok(())
+}
+
+/// Inserts `docs` in batches, each a transaction bounded by the ceiling; returns each batch's
+/// time and rows, or the error and how far it got.
+async fn insert_all(
+    session: &mut dyn DocSession,
+    docs: &[Doc],
+    batch: u64,
+    ceiling: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Vec<(Duration, u64)>, (DocError, usize)> {
+    let mut batches = Vec::with_capacity(docs.len() / batch as usize + 1);
+    for chunk in docs.chunks(batch as usize) {
+        if interrupt.load(Ordering::SeqCst) {
+            return Err((DocError::Lost("interrupted".into()), batches.len()));
+        }
+        let started = Instant::now();
+        session
+            .insert_batch(chunk, started + ceiling)
+            .await
+            .map_err(|e| (e, batches.len()))?;
+        batches.push((started.elapsed(), chunk.len() as u64));
+    }
+    Ok(batches)
+}
+
+/// The fill from empty: timed when `fill` is asked for, else done untimed for the reads.
+/// Returns false when the collection could not be filled (every cell of the round is marked).
+async fn fill(
+    ctx: &RoundContext<'_>,
+    name: &str,
+    session: &mut dyn DocSession,
+    cells: &mut Cells,
+    index: usize,
+) -> bool {
+    let opts = ctx.opts;
+    ctx.progress
+        .line(ctx.label(name, &format!("filling {} records", opts.rows)));
+    match insert_all(
+        session,
+        &ctx.data.fill.docs,
+        opts.batch,
+        opts.common.ceiling,
+        ctx.interrupt,
+    )
+    .await
+    {
+        Ok(batches) => {
+            if ctx.scenarios.contains(&Scenario::Fill) {
+                cells.record_batches(Scenario::Fill, index, &batches);
+            }
+            let rows: u64 = batches.iter().map(|b| b.1).sum();
+            let time: Duration = batches.iter().map(|b| b.0).sum();
+            ctx.progress.line(ctx.label(
+                name,
+                &format!(
+                    "fill: {} rows/s",
+                    format_rate(rows as f64 / time.as_secs_f64())
+                ),
+            ));
+            true
+        }
+        Err((error, done)) => {
+            let (status, reason) = failure(ctx.round, &LayerError::Doc(error));
+            let reason = format!("{reason} (the fill stopped after {done} batches)");
+            cells.mark_each(ctx.scenarios, index, status, &reason);
+            false
+        }
+    }
+}
+
+/// Before anything is timed: the engine holds exactly the rows written and exactly the
+/// declared index set, read from its own catalog.
+fn check_catalog(ctx: &RoundContext<'_>, state: &CollectionState, cells: &mut Cells, index: usize) {
+    let round = ctx.round;
+    let indexes: Vec<String> = state
+        .indexes
+        .iter()
+        .map(|i| match (i.primary, i.covers) {
+            (true, _) => format!("{} (primary key)", i.name),
+            (false, Some(field)) => format!("{} ({field})", i.name),
+            (false, None) => format!("{} ({})", i.name, i.definition),
+        })
+        .collect();
+    cells.add_evidence(index, "app_records.indexes", indexes.join(", "));
+    let extra: Vec<String> = state
+        .extra()
+        .iter()
+        .map(|i| format!("{} {}", i.name, i.definition))
+        .collect();
+    cells.add_evidence(
+        index,
+        "app_records.extra_indexes",
+        if extra.is_empty() {
+            "none".to_owned()
+        } else {
+            extra.join("; ")
+        },
+    );
+    let missing = state.missing(&COLLECTION);
+    if !missing.is_empty() {
+        let reason = format!(
+            "index parity: no index on {} in the engine's catalog (it holds: {})",
+            missing.join(", "),
+            indexes.join(", ")
+        );
+        cells.mark_each(ctx.scenarios, index, Status::Refused, &reason);
+        return;
+    }
+    let written = ctx.opts.rows;
+    if state.rows != written {
+        let reason = format!(
+            "round {round}: the collection holds {} rows after the fill; {written} were written",
+            state.rows
+        );
+        let mut affected = ctx.reads();
+        affected.push(Scenario::Append);
+        cells.mark_each(&affected, index, Status::Invalid, &reason);
+    }
+}
+
+/// Verifies a read scenario's answer, runs its warm-ups, then times its iterations. Returns
+/// true when the connection was lost.
+async fn read_scenario(
+    ctx: &RoundContext<'_>,
+    name: &str,
+    session: &mut dyn DocSession,
+    scenario: Scenario,
+    cells: &mut Cells,
+    index: usize,
+) -> bool {
+    let opts = ctx.opts;
+    let ceiling = opts.common.ceiling;
+    let params = &ctx.data.params;
+    let expected = cells
+        .expected(scenario)
+        .expect("read scenarios have an expected answer");
+    let mut samples = Vec::with_capacity(opts.iterations as usize);
+    let total = 1 + u64::from(opts.common.warmup) + opts.iterations;
+    for iteration in 0..total {
+        if ctx.interrupted() {
+            return false;
+        }
+        let started = Instant::now();
+        let mut layer = DataLayer::new(session, started + ceiling);
+        let result = scenarios::run(scenario, &mut layer, params).await;
+        let elapsed = started.elapsed();
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                let (status, reason) = failure(ctx.round, &error);
+                cells.mark(scenario, index, status, &reason);
+                return matches!(error, LayerError::Doc(DocError::Lost(_)));
+            }
+        };
+        if iteration == 0 {
+            let answer = outcome.answer(scenario);
+            if answer != expected {
+                let reason = format!(
+                    "round {}: returned {} rows (digest {}); the generated data gives {} (digest {})",
+                    ctx.round,
+                    answer.rows,
+                    answer.digest_hex(),
+                    expected.rows,
+                    expected.digest_hex()
+                );
+                cells.mark(scenario, index, Status::Invalid, &reason);
+                return false;
+            }
+        } else if iteration > u64::from(opts.common.warmup) {
+            samples.push(elapsed.as_nanos() as u64);
+        }
+    }
+    let mut sorted = samples.clone();
+    sorted.sort_unstable();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+    ctx.progress.line(ctx.label(
+        name,
+        &format!("{}: median {}", scenario.key(), format_latency_ns(median)),
+    ));
+    cells.record_iterations(scenario, index, samples);
+    false
+}
+
+/// The append onto the populated collection, then a count of what it holds.
+async fn append(
+    ctx: &RoundContext<'_>,
+    name: &str,
+    system: &mut Connected,
+    session: &mut dyn DocSession,
+    cells: &mut Cells,
+    index: usize,
+) {
+    let opts = ctx.opts;
+    match insert_all(
+        session,
+        &ctx.data.append.docs,
+        opts.batch,
+        opts.common.ceiling,
+        ctx.interrupt,
+    )
+    .await
+    {
+        Ok(batches) => {
+            cells.record_batches(Scenario::Append, index, &batches);
+            let rows: u64 = batches.iter().map(|b| b.1).sum();
+            let time: Duration = batches.iter().map(|b| b.0).sum();
+            ctx.progress.line(ctx.label(
+                name,
+                &format!(
+                    "append: {} rows/s",
+                    format_rate(rows as f64 / time.as_secs_f64())
+                ),
+            ));
+        }
+        Err((error, done)) => {
+            let (status, reason) = failure(ctx.round, &LayerError::Doc(error));
+            cells.mark(
+                Scenario::Append,
+                index,
+                status,
+                &format!("{reason} (after {done} batches)"),
+            );
+            return;
+        }
+    }
+    let expected = opts.rows + opts.append_rows();
+    match system.target.inspect_collection(&COLLECTION).await {
+        Ok(state) if state.rows == expected => {}
+        Ok(state) => cells.mark(
+            Scenario::Append,
+            index,
+            Status::Invalid,
+            &format!(
+                "round {}: the collection holds {} rows after the append; {expected} were written",
+                ctx.round, state.rows
+            ),
+        ),
+        Err(e) => cells.mark(
+            Scenario::Append,
+            index,
+            Status::Error,
+            &format!("round {}: {e}", ctx.round),
+        ),
+    }
+}

@@ -1,0 +1,533 @@
+//! The app suite's report, in seed 003's shape (one row per scenario with the rows it returns,
+//! each engine's median and p95, the factor against the reference) and seed 004's summary
+//! (scenarios won, lost and at parity, and the average placement). Pure functions of the report.
+
+use serde::Serialize;
+
+use common::human::{format_latency_ns, format_rate, format_thousands};
+use common::report::{Table, environment_lines, systems_table};
+use common::results::{Cell, Report, Status, Verdict, VerdictKind};
+
+use super::AppOpts;
+use super::cells::Cells;
+use super::scenarios::Scenario;
+
+fn scenario_of(cell: &Cell) -> Option<Scenario> {
+    Scenario::parse(&cell.workload).ok()
+}
+
+/// The figure cells are compared by, and whether more is better: a write's median rows/s,
+/// a read's median iteration time.
+fn figure(cell: &Cell) -> Option<(f64, bool)> {
+    if cell.status != Status::Ok {
+        return None;
+    }
+    if scenario_of(cell)?.is_write() {
+        cell.throughput.as_ref().map(|t| (t.median, true))
+    } else {
+        cell.latency_ns.map(|l| (l.p50 as f64, false))
+    }
+}
+
+/// Each round's own figure, whose range is the cell's noise band.
+fn per_round(cell: &Cell) -> Vec<f64> {
+    match scenario_of(cell) {
+        Some(s) if s.is_write() => cell
+            .throughput
+            .as_ref()
+            .map(|t| t.rounds.clone())
+            .unwrap_or_default(),
+        _ => cell
+            .extra
+            .get("round_medians_ns")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+fn range(values: &[f64]) -> Option<(f64, f64)> {
+    let min = values.iter().copied().reduce(f64::min)?;
+    let max = values.iter().copied().reduce(f64::max)?;
+    Some((min, max))
+}
+
+fn find<'a>(report: &'a Report, scenario: &str, system: &str) -> Option<&'a Cell> {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == scenario && c.system == system)
+}
+
+fn scenarios(report: &Report) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for cell in &report.cells {
+        if !seen.contains(&cell.workload) {
+            seen.push(cell.workload.clone());
+        }
+    }
+    seen
+}
+
+/// Every engine against the reference, per scenario. The ratio is above 1 when the engine is
+/// faster; parity when the two engines' per-round figures overlap (needs two rounds each).
+pub fn verdicts(report: &Report) -> Vec<Verdict> {
+    let Some(reference) = report.reference.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for scenario in scenarios(report) {
+        let Some(base) = find(report, &scenario, reference) else {
+            continue;
+        };
+        let Some((base_figure, more_is_better)) = figure(base) else {
+            continue;
+        };
+        for system in report.systems.iter().filter(|s| s.name != reference) {
+            let Some(other) = find(report, &scenario, &system.name) else {
+                continue;
+            };
+            let Some((other_figure, _)) = figure(other) else {
+                continue;
+            };
+            let (base_rounds, other_rounds) = (per_round(base), per_round(other));
+            if base_rounds.len() < 2
+                || other_rounds.len() < 2
+                || base_figure <= 0.0
+                || other_figure <= 0.0
+            {
+                continue;
+            }
+            let ratio = if more_is_better {
+                other_figure / base_figure
+            } else {
+                base_figure / other_figure
+            };
+            let (a, b) = (range(&base_rounds).unwrap(), range(&other_rounds).unwrap());
+            let verdict = if a.0 <= b.1 && b.0 <= a.1 {
+                VerdictKind::Parity
+            } else if ratio > 1.0 {
+                VerdictKind::Faster
+            } else {
+                VerdictKind::Slower
+            };
+            out.push(Verdict {
+                workload: scenario.clone(),
+                system: system.name.clone(),
+                reference: reference.to_owned(),
+                ratio,
+                verdict,
+            });
+        }
+    }
+    out
+}
+
+/// One engine's record over the scenarios (the append excluded: it is reported on its own).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    pub system: String,
+    pub won: u32,
+    pub lost: u32,
+    pub parity: u32,
+    /// Scenarios where it was the fastest engine.
+    pub fastest: u32,
+    /// Mean rank over the scenarios (1 = fastest); a cell without a figure ranks last.
+    pub average_placement: Option<f64>,
+}
+
+pub fn summary(report: &Report) -> Vec<Standing> {
+    let ranked: Vec<String> = scenarios(report)
+        .into_iter()
+        .filter(|s| s != Scenario::Append.key())
+        .collect();
+    let last = report.systems.len() as f64;
+    report
+        .systems
+        .iter()
+        .map(|system| {
+            let mine = |kind| {
+                report
+                    .verdicts
+                    .iter()
+                    .filter(|v| {
+                        v.system == system.name
+                            && v.verdict == kind
+                            && v.workload != Scenario::Append.key()
+                    })
+                    .count() as u32
+            };
+            let mut ranks = Vec::new();
+            for scenario in &ranked {
+                let mut figures: Vec<(String, f64, bool)> = report
+                    .systems
+                    .iter()
+                    .filter_map(|s| {
+                        find(report, scenario, &s.name)
+                            .and_then(figure)
+                            .map(|(f, up)| (s.name.clone(), f, up))
+                    })
+                    .collect();
+                figures.sort_by(|a, b| {
+                    if a.2 {
+                        b.1.total_cmp(&a.1)
+                    } else {
+                        a.1.total_cmp(&b.1)
+                    }
+                });
+                let rank = figures
+                    .iter()
+                    .position(|(name, ..)| name == &system.name)
+                    .map_or(last, |p| p as f64 + 1.0);
+                ranks.push(rank);
+            }
+            Standing {
+                system: system.name.clone(),
+                won: mine(VerdictKind::Faster),
+                lost: mine(VerdictKind::Slower),
+                parity: mine(VerdictKind::Parity),
+                fastest: ranks.iter().filter(|r| **r == 1.0).count() as u32,
+                average_placement: (!ranks.is_empty())
+                    .then(|| ranks.iter().sum::<f64>() / ranks.len() as f64),
+            }
+        })
+        .collect()
+}
+
+fn cell_text(report: &Report, cell: &Cell) -> String {
+    let Some((_, more_is_better)) = figure(cell) else {
+        return cell.status.as_str().to_owned();
+    };
+    let mut text = if more_is_better {
+        format!(
+            "{} rows/s",
+            format_rate(cell.throughput.as_ref().map_or(0.0, |t| t.median))
+        )
+    } else {
+        let l = cell.latency_ns.unwrap_or_default();
+        format!(
+            "{} / {}",
+            format_latency_ns(l.p50),
+            format_latency_ns(l.p95)
+        )
+    };
+    if let Some(v) = report
+        .verdicts
+        .iter()
+        .find(|v| v.workload == cell.workload && v.system == cell.system)
+    {
+        let word = match v.verdict {
+            VerdictKind::Faster => "faster",
+            VerdictKind::Slower => "slower",
+            VerdictKind::Parity => "parity",
+        };
+        text.push_str(&format!(" · {:.2}× {word}", v.ratio));
+    }
+    text
+}
+
+fn scenario_table(report: &Report) -> Table {
+    let reference = report.reference.clone().unwrap_or_default();
+    let mut header = vec!["scenario".to_owned(), "rows".to_owned()];
+    for system in &report.systems {
+        let mut column = system.name.clone();
+        if system.name == reference && report.systems.len() > 1 {
+            column.push_str(" (ref)");
+        }
+        for label in &system.labels {
+            column.push_str(&format!(" [{label}]"));
+        }
+        header.push(column);
+    }
+    let rows = scenarios(report)
+        .iter()
+        .map(|scenario| {
+            let any = find(report, scenario, &report.systems[0].name);
+            let title = any
+                .and_then(|c| c.extra.get("title"))
+                .and_then(|t| t.as_str())
+                .unwrap_or(scenario)
+                .to_owned();
+            let rows = any
+                .and_then(|c| c.extra.get("rows"))
+                .and_then(serde_json::Value::as_u64)
+                .map_or_else(String::new, |n| format_thousands(n as f64));
+            let mut row = vec![title, rows];
+            row.extend(report.systems.iter().map(|s| {
+                find(report, scenario, &s.name)
+                    .map_or_else(|| "–".to_owned(), |c| cell_text(report, c))
+            }));
+            row
+        })
+        .collect();
+    Table {
+        title: "Per scenario: median / p95 per iteration (writes: median rows/s per batch), factor against the reference".to_owned(),
+        header,
+        rows,
+        numeric: true,
+    }
+}
+
+fn summary_table(report: &Report) -> Table {
+    let reference = report.reference.clone().unwrap_or_default();
+    let standings = summary(report);
+    let rows = standings
+        .iter()
+        .map(|s| {
+            let against = |n: u32| {
+                if s.system == reference {
+                    "—".to_owned()
+                } else {
+                    n.to_string()
+                }
+            };
+            vec![
+                s.system.clone(),
+                against(s.won),
+                against(s.lost),
+                against(s.parity),
+                s.fastest.to_string(),
+                s.average_placement
+                    .map_or_else(|| "–".to_owned(), |p| format!("{p:.2}")),
+            ]
+        })
+        .collect();
+    Table {
+        title: format!(
+            "Summary against {reference} (the append excluded; a cell without a figure places last)"
+        ),
+        header: [
+            "engine",
+            "won",
+            "lost",
+            "parity",
+            "fastest",
+            "average placement",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        numeric: true,
+    }
+}
+
+fn method_line(report: &Report) -> String {
+    let get = |key: &str| report.options.get(key).cloned().unwrap_or_default();
+    format!(
+        "{} measured iterations per scenario after {} warm-ups, {} rounds each re-seeded from empty, engines interleaved in alternating order; medians and p95 pool every iteration of every round; writes in batches of {}.",
+        get("iterations"),
+        get("warmup"),
+        get("rounds"),
+        get("batch"),
+    )
+}
+
+fn problems(report: &Report) -> Vec<String> {
+    report
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .map(|c| {
+            format!(
+                "{} · {}: {} — {}",
+                c.workload,
+                c.system,
+                c.status.as_str(),
+                c.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+pub fn render_terminal(report: &Report) -> String {
+    let mut out = format!(
+        "\n{} {} · {}\n{}\n\n",
+        report.tool,
+        report.suite,
+        report.section,
+        method_line(report)
+    );
+    out.push_str(&scenario_table(report).to_text());
+    out.push('\n');
+    out.push_str(&summary_table(report).to_text());
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("\nCells without a figure:\n");
+        for line in problems {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push('\n');
+    for s in &report.systems {
+        out.push_str(&format!("{}: {}\n", s.name, s.version));
+    }
+    for line in environment_lines(report) {
+        out.push_str(&format!("{line}\n"));
+    }
+    for note in &report.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = format!(
+        "# {} {} · {}\n\n",
+        report.tool, report.suite, report.section
+    );
+    out.push_str(&format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
+        report.run_id,
+        report.started_at,
+        report
+            .finished_at
+            .as_deref()
+            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
+        report.tool,
+        report.tool_version,
+        report.git_commit.as_deref().unwrap_or("unknown"),
+        method_line(report)
+    ));
+    out.push_str(&scenario_table(report).to_markdown());
+    out.push('\n');
+    out.push_str(&summary_table(report).to_markdown());
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("\n**Cells without a figure**\n\n");
+        for line in problems {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&systems_table(report).to_markdown());
+    out.push_str("\n**Environment**\n\n");
+    for line in environment_lines(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    out.push_str("\n**What this run does not establish**\n\n");
+    for note in &report.notes {
+        out.push_str(&format!("- {note}\n"));
+    }
+    out
+}
+
+/// What a reader must know, as seed 003's "what this run does not establish".
+pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
+    let mut notes = vec![
+        "Every request was sequential: nothing here says anything about behaviour under concurrency.".to_owned(),
+        "One node each, with the client on this same machine beside every server: no engine had an isolated host, and the client's CPU time is taken from the servers'.".to_owned(),
+        "Drop-in mode: every engine stores one JSON document per record and answers through the same data layer; an engine-optimized (typed-column) run would be a separate table.".to_owned(),
+        "The fill writes into an empty collection and the append into a populated one: they measure different work and are not read against each other.".to_owned(),
+    ];
+    let mut extra_found = false;
+    for system in &report.systems {
+        let evidence = cells.evidence(&system.name);
+        if let Some(extra) = evidence.get("app_records.extra_indexes")
+            && extra != "none"
+        {
+            extra_found = true;
+            notes.push(format!(
+                "{} carries indexes beyond the declared six and its primary key: {extra}.",
+                system.name
+            ));
+        }
+    }
+    if !extra_found && !report.systems.is_empty() {
+        notes.push("No engine carries an index beyond its primary key and the six declared ones (read from each catalog).".into());
+    }
+    if report.systems.iter().any(|s| s.kind == "sqlite") {
+        notes.push("SQLite answers inside the client process: a request is a function call, with no socket and no round trip.".into());
+    }
+    if opts.common.rounds < 2 {
+        notes.push("With one round there is no noise band, so no engine is called faster, slower or at parity.".into());
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::environment::Environment;
+    use common::results::{Percentiles, SystemInfo, Throughput};
+
+    fn read(system: &str, scenario: &str, p50_ms: f64, rounds_ms: &[f64]) -> Cell {
+        let mut cell = Cell::new(scenario, system, "iteration", 1, rounds_ms.len() as u32);
+        cell.latency_ns = Some(Percentiles {
+            p50: (p50_ms * 1e6) as u64,
+            p95: (p50_ms * 1.2e6) as u64,
+            ..Percentiles::default()
+        });
+        let rounds: Vec<f64> = rounds_ms.iter().map(|m| m * 1e6).collect();
+        cell.extra.insert("round_medians_ns".into(), rounds.into());
+        cell.extra.insert("rows".into(), 494.into());
+        cell
+    }
+
+    fn report() -> Report {
+        let mut fill = Cell::new("fill", "a", "rows/s", 1, 2);
+        fill.throughput = Throughput::from_rounds(vec![10_000.0, 11_000.0]);
+        let mut fill_b = Cell::new("fill", "b", "rows/s", 1, 2);
+        fill_b.throughput = Throughput::from_rounds(vec![20_000.0, 21_000.0]);
+        let mut refused = read("b", "first-page", 1.0, &[1.0, 1.0]);
+        refused.status = Status::Refused;
+        let system = |name: &str| SystemInfo {
+            name: name.into(),
+            kind: name.into(),
+            ..SystemInfo::default()
+        };
+        let options =
+            serde_json::json!({"iterations": 10, "warmup": 2, "rounds": 2, "batch": 5000});
+        let mut report = Report::begin(
+            "sql-bench",
+            "0",
+            "app",
+            "drop-in",
+            options,
+            Environment::default(),
+        );
+        report.run_id = "RUN".into();
+        report.started_at = "2026-11-30T00:00:00Z".into();
+        report.git_commit = None;
+        report.systems = vec![system("a"), system("b")];
+        report.reference = Some("a".into());
+        report.cells = vec![
+            fill,
+            fill_b,
+            read("a", "inspection", 8.0, &[7.9, 8.1]),
+            read("b", "inspection", 4.0, &[3.9, 4.1]),
+            read("a", "first-page", 3.0, &[2.9, 3.2]),
+            refused,
+            read("a", "count", 10.0, &[9.0, 11.0]),
+            read("b", "count", 10.5, &[10.0, 12.0]),
+        ];
+        report.verdicts = verdicts(&report);
+        report
+    }
+
+    #[test]
+    fn lower_latency_and_higher_throughput_are_both_faster() {
+        let report = report();
+        let verdict = |w: &str| report.verdicts.iter().find(|v| v.workload == w).unwrap();
+        assert_eq!(verdict("fill").verdict, VerdictKind::Faster);
+        assert!((verdict("fill").ratio - 20_500.0 / 10_500.0).abs() < 1e-9);
+        assert_eq!(verdict("inspection").verdict, VerdictKind::Faster);
+        assert!((verdict("inspection").ratio - 2.0).abs() < 1e-9);
+        assert_eq!(verdict("count").verdict, VerdictKind::Parity);
+        assert!(report.verdicts.iter().all(|v| v.workload != "first-page"));
+    }
+
+    #[test]
+    fn the_summary_counts_wins_and_ranks_a_refusal_last() {
+        let standings = summary(&report());
+        let b = standings.iter().find(|s| s.system == "b").unwrap();
+        assert_eq!((b.won, b.lost, b.parity, b.fastest), (2, 0, 1, 2));
+        // fill 1, inspection 1, first-page 2 (refused), count 2 → 1.5
+        assert_eq!(b.average_placement, Some(1.5));
+        let a = standings.iter().find(|s| s.system == "a").unwrap();
+        assert_eq!(a.average_placement, Some(1.5));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(render_markdown(&report()));
+    }
+}

@@ -1,0 +1,455 @@
+//! `sql-bench app` end to end, in-process, against the embedded SQLite and the real PostgreSQL
+//! and MariaDB servers the test command starts: answers verified against the generator, index
+//! parity read from each catalog, and the engines that lie, lose an index or hang caught.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::results::{Report, Status};
+use support::*;
+
+/// Small but shaped like the seed: enough rows for every scenario to return something.
+const SMALL: &[&str] = &[
+    "--rows",
+    "3000",
+    "--iterations",
+    "2",
+    "--warmup",
+    "1",
+    "--rounds",
+    "2",
+];
+
+/// `sql-bench app` with the small settings, which `extra` overrides.
+fn app(output: &Path, extra: &[&str]) -> anyhow::Result<sql_bench::Summary> {
+    let mut argv = vec!["app", "--output", output.to_str().unwrap(), "--quiet"];
+    for pair in SMALL.chunks(2) {
+        if !extra.contains(&pair[0]) {
+            argv.extend_from_slice(pair);
+        }
+    }
+    argv.extend_from_slice(extra);
+    run(&argv)
+}
+
+fn cell<'a>(report: &'a Report, scenario: &str, system: &str) -> &'a common::results::Cell {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == scenario && c.system == system)
+        .unwrap_or_else(|| panic!("no cell {scenario} × {system}"))
+}
+
+#[test]
+fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = app(&out, &[]).unwrap();
+    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    let report = &summary.report;
+    let scenarios: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
+    assert_eq!(
+        scenarios,
+        [
+            "fill",
+            "append",
+            "point-read",
+            "inspection",
+            "first-page",
+            "deep-page",
+            "flag-scan",
+            "range-scan",
+            "count",
+            "load-all"
+        ]
+    );
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        let latency = cell.latency_ns.unwrap();
+        assert!(latency.p95 >= latency.p50 && latency.p50 > 0);
+        if cell.workload == "fill" || cell.workload == "append" {
+            let throughput = cell.throughput.as_ref().unwrap();
+            assert_eq!(throughput.rounds.len(), 2);
+            assert_eq!(cell.extra["rows"], 3000);
+        } else {
+            // Two rounds × two measured iterations, pooled.
+            assert_eq!(cell.counts.ok, 4, "{cell:?}");
+            assert_eq!(cell.extra["round_medians_ns"].as_array().unwrap().len(), 2);
+            assert!(cell.extra["digest"].as_str().unwrap().len() == 16);
+        }
+    }
+    assert_eq!(cell(report, "point-read", "sqlite").extra["rows"], 200);
+    assert_eq!(cell(report, "first-page", "sqlite").extra["rows"], 50);
+    let sqlite = &report.systems[0];
+    assert_eq!(sqlite.verified["app_records.extra_indexes"], "none");
+    for field in [
+        "_inspection_id",
+        "_system_id",
+        "_valve_id",
+        "_room_id",
+        "_remark_id",
+        "_type_group_id",
+    ] {
+        assert!(
+            sqlite.verified["app_records.indexes"].contains(&format!("({field})")),
+            "{field}"
+        );
+    }
+    assert!(report.extra["summary"][0]["average_placement"].is_number());
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("| Point read by identifier, 200 requests | 200 |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("What this run does not establish"));
+    assert!(markdown.contains("Every request was sequential"));
+}
+
+#[test]
+fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
+    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = app(
+        dir.path(),
+        &["--target", &pg, "--target", &my, "--target", "sqlite"],
+    )
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    for system in &report.systems {
+        assert_eq!(
+            system.verified["app_records.extra_indexes"], "none",
+            "{}",
+            system.name
+        );
+        assert!(
+            system.verified["app_records.indexes"].contains("(_room_id)"),
+            "{}",
+            system.name
+        );
+    }
+    // Every pair that measured has a verdict against the reference, and each engine a standing.
+    assert_eq!(report.verdicts.len(), 10 * 2);
+    let summary_rows = report.extra["summary"].as_array().unwrap();
+    assert_eq!(summary_rows.len(), 3);
+    // Everything fairbench created is gone.
+    assert_eq!(
+        psql(
+            &pg,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename = 'app_records'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        mariadb(
+            &my,
+            "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'fairbench' AND TABLE_NAME = 'app_records'"
+        ),
+        "0"
+    );
+}
+
+/// A database of its own with `setup` run in it; dropped again when the guard goes.
+struct Scratch {
+    admin: String,
+    name: &'static str,
+    url: String,
+}
+
+impl Scratch {
+    fn new(admin: &str, name: &'static str, setup: &str) -> Scratch {
+        psql(
+            admin,
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        );
+        psql(admin, &format!("CREATE DATABASE {name}"));
+        let url = with_database(admin, name);
+        psql(&url, setup);
+        Scratch {
+            admin: admin.to_owned(),
+            name,
+            url,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        psql(
+            &self.admin,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// An event trigger that runs `body` (PL/pgSQL, with `obj` the created object's identity) after
+/// every CREATE of `tag`.
+fn on_create(tag: &str, body: &str) -> String {
+    format!(
+        "CREATE FUNCTION on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$
+         DECLARE r record;
+         BEGIN
+           FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = '{tag}' LOOP
+             DECLARE obj text := r.object_identity; BEGIN {body} END;
+           END LOOP;
+         END $$;
+         CREATE EVENT TRIGGER on_create ON ddl_command_end EXECUTE FUNCTION on_create();"
+    )
+}
+
+#[test]
+fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let setup = format!(
+        "CREATE FUNCTION misfile() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+             IF right(NEW.id, 1) = '0' THEN
+               NEW.doc := jsonb_set(NEW.doc, '{{_inspection_id}}', '\"insp-elsewhere\"');
+             END IF;
+             RETURN NEW;
+           END $$;
+         {}",
+        on_create(
+            "CREATE TABLE",
+            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER misfile BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.misfile()'; END IF;"
+        )
+    );
+    let db = Scratch::new(&pg, "fairbench_misfiled", &setup);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("misfiled={}", db.url);
+    let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 1);
+    let inspection = cell(report, "inspection", "misfiled");
+    assert_eq!(inspection.status, Status::Invalid, "{inspection:?}");
+    assert!(
+        inspection
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("the generated data gives"),
+        "{:?}",
+        inspection.reason
+    );
+    assert!(
+        inspection.latency_ns.is_none(),
+        "an invalid cell gets no time"
+    );
+    for scenario in ["point-read", "first-page", "flag-scan", "count", "load-all"] {
+        assert_eq!(
+            cell(report, scenario, "misfiled").status,
+            Status::Ok,
+            "{scenario}"
+        );
+    }
+}
+
+#[test]
+fn an_engine_missing_a_declared_index_is_refused() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let setup = on_create(
+        "CREATE INDEX",
+        "IF obj = 'fairbench.app_records__room_id' THEN EXECUTE 'DROP INDEX fairbench.app_records__room_id'; END IF;",
+    );
+    let db = Scratch::new(&pg, "fairbench_unindexed", &setup);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("unindexed={}", db.url);
+    let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
+    assert_eq!(summary.exit_code, 1);
+    for cell in summary.report.cells.iter().filter(|c| c.workload != "fill") {
+        assert_eq!(cell.status, Status::Refused, "{cell:?}");
+        assert!(
+            cell.reason
+                .as_deref()
+                .unwrap()
+                .contains("index parity: no index on _room_id"),
+            "{:?}",
+            cell.reason
+        );
+    }
+}
+
+#[test]
+fn a_request_past_the_ceiling_is_a_timeout_and_is_cancelled_on_the_server() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let setup = format!(
+        "CREATE FUNCTION crawl() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NEW; END $$;
+         {}",
+        on_create(
+            "CREATE TABLE",
+            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER crawl BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.crawl()'; END IF;"
+        )
+    );
+    let db = Scratch::new(&pg, "fairbench_crawling", &setup);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("crawling={}", db.url);
+    let started = Instant::now();
+    let summary = app(
+        dir.path(),
+        &["--target", &target, "--rounds", "1", "--ceiling", "1s"],
+    )
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the batch was not left running"
+    );
+    let fill = cell(&summary.report, "fill", "crawling");
+    assert_eq!(fill.status, Status::Timeout, "{fill:?}");
+    assert!(
+        fill.reason
+            .as_deref()
+            .unwrap()
+            .contains("no answer before the ceiling"),
+        "{:?}",
+        fill.reason
+    );
+    let active = psql(
+        &pg,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = 'fairbench_crawling' AND state = 'active'",
+    );
+    assert_eq!(active, "0", "the server is not still inserting");
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    for (extra, expected) in [
+        (
+            vec!["--scenarios", "point-read,teleport"],
+            "unknown scenario `teleport`",
+        ),
+        (
+            vec!["--rate", "100"],
+            "--rate does not apply to sql-bench app",
+        ),
+        (vec!["--batch", "100000"], "--batch 100000"),
+    ] {
+        let error = format!("{:#}", app(&out, &extra).unwrap_err());
+        assert!(error.contains(expected), "{extra:?}: {error}");
+        assert!(!out.exists());
+    }
+    assert!(app(&out, &["--rows", "0"]).is_err());
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    psql(
+        &pg,
+        "CREATE SCHEMA IF NOT EXISTS fairbench; CREATE TABLE fairbench.app_records (theirs int)",
+    );
+    let result = app(&out, &["--target", &pg]);
+    let still_there = psql(
+        &pg,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename = 'app_records'",
+    );
+    psql(&pg, "DROP TABLE fairbench.app_records");
+    let error = format!("{:#}", result.unwrap_err());
+    assert!(
+        error.contains("fairbench.app_records exists but was not created by fairbench"),
+        "{error}"
+    );
+    assert_eq!(still_there, "1");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
+    if !Path::new("/usr/lib/postgresql/15/bin/initdb").exists() {
+        assert!(
+            !servers_required(),
+            "PostgreSQL 15 is not installed: run scripts/test"
+        );
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let services = scripts_dir().join("services");
+    let started = Command::new(&services)
+        .args(["start", state.path().to_str().unwrap(), "postgres"])
+        .env("FAIRBENCH_PG_PORT", "56532")
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let url = String::from_utf8(started.stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("export FAIRBENCH_TEST_POSTGRES_URL="))
+        .unwrap()
+        .to_owned();
+    let out = state.path().join("run");
+    let watcher = {
+        let (out, services, state_dir) = (out.clone(), services.clone(), state.path().to_owned());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while Instant::now() < deadline {
+                let measured = std::fs::read_to_string(out.join("results.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .is_some_and(|r| {
+                        r["cells"].as_array().unwrap().iter().any(|c| {
+                            c["system"] == "doomed"
+                                && c["workload"] == "inspection"
+                                && c["counts"]["ok"].as_u64() > Some(0)
+                        })
+                    });
+                if measured {
+                    let crashed = Command::new(&services)
+                        .args(["crash", state_dir.to_str().unwrap(), "postgres"])
+                        .status()
+                        .unwrap();
+                    return crashed.success();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let target = format!("doomed={url}");
+    let summary = app(
+        &out,
+        &["--target", &target, "--target", "sqlite", "--rounds", "3"],
+    );
+    assert!(
+        watcher.join().unwrap(),
+        "the server was crashed during the run"
+    );
+    let _ = Command::new(&services)
+        .args(["stop", state.path().to_str().unwrap()])
+        .status();
+    let summary = summary.expect("a lost server is a recorded cell, not a failed run");
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    assert!(
+        report
+            .cells
+            .iter()
+            .filter(|c| c.system == "sqlite")
+            .all(|c| c.status == Status::Ok)
+    );
+    let doomed: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == "doomed")
+        .collect();
+    assert!(
+        doomed.iter().all(|c| c.status == Status::Error),
+        "{doomed:#?}"
+    );
+    let inspection = cell(report, "inspection", "doomed");
+    assert!(
+        inspection.counts.ok > 0,
+        "what was measured before the loss is kept"
+    );
+    assert!(out.join("report.md").exists());
+}
