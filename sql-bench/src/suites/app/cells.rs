@@ -13,6 +13,23 @@ use super::scenarios::{Answer, Scenario, expected};
 use super::{AppOpts, Data};
 use crate::suites::systems::Connected;
 
+/// One round's inserts: each batch's time and rows, and the client's CPU time over them.
+#[derive(Debug, Clone, Default)]
+pub struct Inserted {
+    pub batches: Vec<(Duration, u64)>,
+    pub client_cpu_ns: u64,
+}
+
+impl Inserted {
+    /// Rows inserted and the time the batches took.
+    pub fn totals(&self) -> (u64, Duration) {
+        (
+            self.batches.iter().map(|b| b.1).sum(),
+            self.batches.iter().map(|b| b.0).sum(),
+        )
+    }
+}
+
 struct AppCell {
     scenario: Scenario,
     system: String,
@@ -26,6 +43,9 @@ struct AppCell {
     per_round: Vec<f64>,
     /// Writes: each batch's rows/s, pooled over rounds.
     batch_rates: Vec<f64>,
+    /// Writes: the client's CPU time and the wall time over every batch.
+    client_cpu_ns: u64,
+    wall_ns: u64,
     status: Status,
     reason: Option<String>,
     labels: Vec<String>,
@@ -77,6 +97,8 @@ impl Cells {
                     samples: Recorder::new(false),
                     per_round: Vec::new(),
                     batch_rates: Vec::new(),
+                    client_cpu_ns: 0,
+                    wall_ns: 0,
                     status,
                     reason,
                     labels: system.info.labels.clone(),
@@ -156,25 +178,21 @@ impl Cells {
         }
     }
 
-    /// One round's insert batches: each batch's time and rows.
-    pub fn record_batches(
-        &mut self,
-        scenario: Scenario,
-        system: usize,
-        batches: &[(Duration, u64)],
-    ) {
+    /// One round's insert batches.
+    pub fn record_batches(&mut self, scenario: Scenario, system: usize, inserted: &Inserted) {
         let Some(cell) = self.cell(scenario, system) else {
             return;
         };
-        let total_rows: u64 = batches.iter().map(|(_, rows)| rows).sum();
-        let total_time: Duration = batches.iter().map(|(time, _)| *time).sum();
-        for (time, rows) in batches {
+        for (time, rows) in &inserted.batches {
             cell.samples.record_ok(*time, *time);
             cell.batch_rates
                 .push(*rows as f64 / time.as_secs_f64().max(1e-9));
         }
+        let (rows, time) = inserted.totals();
         cell.per_round
-            .push(total_rows as f64 / total_time.as_secs_f64().max(1e-9));
+            .push(rows as f64 / time.as_secs_f64().max(1e-9));
+        cell.client_cpu_ns += inserted.client_cpu_ns;
+        cell.wall_ns += time.as_nanos() as u64;
     }
 
     pub fn add_evidence(&mut self, system: usize, key: &str, value: String) {
@@ -230,6 +248,12 @@ impl AppCell {
         cell.extra
             .insert("title".into(), self.scenario.title().into());
         if self.scenario.is_write() {
+            if self.wall_ns > 0 {
+                // The client's own CPU over the inserts, as a share of their wall time: the
+                // seeding path must not be what limits the rate.
+                let share = self.client_cpu_ns as f64 / self.wall_ns as f64;
+                cell.extra.insert("client_cpu_share".into(), share.into());
+            }
             if let Some(t) = Throughput::from_rounds(self.batch_rates.clone()) {
                 cell.throughput = Some(Throughput {
                     rounds: self.per_round.clone(),

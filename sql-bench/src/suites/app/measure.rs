@@ -5,12 +5,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::cputime::process_cpu_ns;
 use common::human::{format_latency_ns, format_rate};
 use common::progress::Progress;
 use common::results::Status;
 use common::writer::WriteError;
 
 use super::cells::Cells;
+use super::cells::Inserted;
 use super::layer::{DataLayer, LayerError};
 use super::scenarios::{self, Scenario};
 use super::{AppOpts, COLLECTION, Data};
@@ -152,15 +154,16 @@ pub async fn round(
 }
 
 /// Inserts `docs` in batches, each a transaction bounded by the ceiling; returns each batch's
-/// time and rows, or the error and how far it got.
+/// time and rows with the client's CPU time over them, or the error and how far it got.
 async fn insert_all(
     session: &mut dyn DocSession,
     docs: &[Doc],
     batch: u64,
     ceiling: Duration,
     interrupt: &AtomicBool,
-) -> Result<Vec<(Duration, u64)>, (DocError, usize)> {
+) -> Result<Inserted, (DocError, usize)> {
     let mut batches = Vec::with_capacity(docs.len() / batch as usize + 1);
+    let cpu_before = process_cpu_ns();
     for chunk in docs.chunks(batch as usize) {
         if interrupt.load(Ordering::SeqCst) {
             return Err((DocError::Lost("interrupted".into()), batches.len()));
@@ -172,7 +175,10 @@ async fn insert_all(
             .map_err(|e| (e, batches.len()))?;
         batches.push((started.elapsed(), chunk.len() as u64));
     }
-    Ok(batches)
+    Ok(Inserted {
+        batches,
+        client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+    })
 }
 
 /// The fill from empty: timed when `fill` is asked for, else done untimed for the reads.
@@ -196,12 +202,11 @@ async fn fill(
     )
     .await
     {
-        Ok(batches) => {
+        Ok(inserted) => {
             if ctx.scenarios.contains(&Scenario::Fill) {
-                cells.record_batches(Scenario::Fill, index, &batches);
+                cells.record_batches(Scenario::Fill, index, &inserted);
             }
-            let rows: u64 = batches.iter().map(|b| b.1).sum();
-            let time: Duration = batches.iter().map(|b| b.0).sum();
+            let (rows, time) = inserted.totals();
             ctx.progress.line(ctx.label(
                 name,
                 &format!(
@@ -352,10 +357,9 @@ async fn append(
     )
     .await
     {
-        Ok(batches) => {
-            cells.record_batches(Scenario::Append, index, &batches);
-            let rows: u64 = batches.iter().map(|b| b.1).sum();
-            let time: Duration = batches.iter().map(|b| b.0).sum();
+        Ok(inserted) => {
+            cells.record_batches(Scenario::Append, index, &inserted);
+            let (rows, time) = inserted.totals();
             ctx.progress.line(ctx.label(
                 name,
                 &format!(

@@ -437,6 +437,29 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
     if report.systems.iter().any(|s| s.kind == "sqlite") {
         notes.push("SQLite answers inside the client process: a request is a function call, with no socket and no round trip.".into());
     }
+    for cell in &report.cells {
+        if let Some(share) = cell
+            .extra
+            .get("client_cpu_share")
+            .and_then(serde_json::Value::as_f64)
+        {
+            notes.push(format!(
+                "{} · {}: the client's own CPU time was {:.0}% of the inserts' wall time{}.",
+                cell.system,
+                cell.workload,
+                share * 100.0,
+                if report
+                    .systems
+                    .iter()
+                    .any(|s| s.name == cell.system && s.kind == "sqlite")
+                {
+                    " (SQLite runs in the client, so this includes the engine)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
     if opts.common.rounds < 2 {
         notes.push("With one round there is no noise band, so no engine is called faster, slower or at parity.".into());
     }
