@@ -101,10 +101,31 @@ pub async fn round(
             return Ok(());
         }
     };
-    if !fill(ctx, &name, session.as_mut(), cells, index).await {
-        save(cells)?;
-        return Ok(());
+    if fill(ctx, &name, session.as_mut(), cells, index).await {
+        measure_filled(ctx, system, &mut session, cells, index, &mut save).await?;
     }
+    save(cells)?;
+    drop(session);
+    if !ctx.keep
+        && let Err(e) = system.target.drop_collection(&COLLECTION).await
+    {
+        ctx.progress
+            .line(format!("{name}: dropping the collection failed: {e}"));
+    }
+    Ok(())
+}
+
+/// Everything after a successful fill: the catalog checks, the reads, the append.
+async fn measure_filled(
+    ctx: &RoundContext<'_>,
+    system: &mut Connected,
+    session: &mut Box<dyn DocSession>,
+    cells: &mut Cells,
+    index: usize,
+    save: &mut impl FnMut(&Cells) -> Result<(), WriteError>,
+) -> anyhow::Result<()> {
+    let (round, all) = (ctx.round, ctx.scenarios);
+    let name = system.info.name.clone();
     match system.target.inspect_collection(&COLLECTION).await {
         Ok(state) => check_catalog(ctx, &state, cells, index),
         Err(e) => cells.mark_each(
@@ -127,7 +148,7 @@ pub async fn round(
         if lost {
             // A lost connection is replaced for the scenarios that follow.
             match system.target.open_doc_session(&COLLECTION).await {
-                Ok(fresh) => session = fresh,
+                Ok(fresh) => *session = fresh,
                 Err(e) => {
                     cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
                     save(cells)?;
@@ -141,16 +162,16 @@ pub async fn round(
         && !ctx.interrupted()
     {
         append(ctx, &name, system, session.as_mut(), cells, index).await;
-        save(cells)?;
-    }
-    drop(session);
-    if !ctx.keep
-        && let Err(e) = system.target.drop_collection(&COLLECTION).await
-    {
-        ctx.progress
-            .line(format!("{name}: dropping the collection failed: {e}"));
     }
     Ok(())
+}
+
+/// Why inserting stopped early.
+enum Stopped {
+    /// Ctrl-C: nothing is marked; the cells say they are incomplete.
+    Interrupted,
+    /// The engine failed this batch, after this many succeeded.
+    Failed(DocError, usize),
 }
 
 /// Inserts `docs` in batches, each a transaction bounded by the ceiling; returns each batch's
@@ -161,18 +182,18 @@ async fn insert_all(
     batch: u64,
     ceiling: Duration,
     interrupt: &AtomicBool,
-) -> Result<Inserted, (DocError, usize)> {
+) -> Result<Inserted, Stopped> {
     let mut batches = Vec::with_capacity(docs.len() / batch as usize + 1);
     let cpu_before = process_cpu_ns();
     for chunk in docs.chunks(batch as usize) {
         if interrupt.load(Ordering::SeqCst) {
-            return Err((DocError::Lost("interrupted".into()), batches.len()));
+            return Err(Stopped::Interrupted);
         }
         let started = Instant::now();
         session
             .insert_batch(chunk, started + ceiling)
             .await
-            .map_err(|e| (e, batches.len()))?;
+            .map_err(|e| Stopped::Failed(e, batches.len()))?;
         batches.push((started.elapsed(), chunk.len() as u64));
     }
     Ok(Inserted {
@@ -216,7 +237,8 @@ async fn fill(
             ));
             true
         }
-        Err((error, done)) => {
+        Err(Stopped::Interrupted) => false,
+        Err(Stopped::Failed(error, done)) => {
             let (status, reason) = failure(ctx.round, &LayerError::Doc(error));
             let reason = format!("{reason} (the fill stopped after {done} batches)");
             cells.mark_each(ctx.scenarios, index, status, &reason);
@@ -368,7 +390,8 @@ async fn append(
                 ),
             ));
         }
-        Err((error, done)) => {
+        Err(Stopped::Interrupted) => return,
+        Err(Stopped::Failed(error, done)) => {
             let (status, reason) = failure(ctx.round, &LayerError::Doc(error));
             cells.mark(
                 Scenario::Append,
