@@ -116,7 +116,11 @@ pub fn throughput_table(report: &Report) -> Table {
         .get("rounds")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
-    let title = format!("Throughput ({unit}, median of {rounds} rounds, min–max)");
+    let title = if rounds == 1 {
+        format!("Throughput ({unit}, one round)")
+    } else {
+        format!("Throughput ({unit}, median of {rounds} rounds, min–max)")
+    };
     grid(report, &title, |cell| match cell.usable_throughput() {
         Some(t) if t.rounds.len() > 1 => format!(
             "{} ({}–{})",
@@ -204,10 +208,16 @@ fn method_line(report: &Report) -> String {
         || "?".to_owned(),
         |s| format_duration(Duration::from_secs_f64(s)),
     );
+    let count = |key: &str, one: &str, many: &str| match get(key).as_u64() {
+        Some(0) => format!("no {one}"),
+        Some(1) => format!("1 {one}"),
+        Some(n) => format!("{n} {many}"),
+        None => format!("? {many}"),
+    };
     format!(
-        "{} measured rounds × {duration} per workload and system, {} warm-up discarded, systems interleaved in alternating order; {rate}.",
-        get("rounds"),
-        get("warmup"),
+        "{} × {duration} per workload and system, {} discarded, systems interleaved in alternating order; {rate}.",
+        count("rounds", "measured round", "measured rounds"),
+        count("warmup", "warm-up", "warm-ups"),
     )
 }
 
