@@ -248,7 +248,8 @@ fn systems_table(report: &Report) -> Table {
     }
 }
 
-fn environment_lines(report: &Report) -> Vec<String> {
+/// The machine, the durable-write floor, the load gate and the data, one line each.
+pub fn environment_lines(report: &Report) -> Vec<String> {
     let env = &report.environment;
     let mut lines = vec![format!(
         "{} · {} cores · {} · Linux {} · load {:.2} at start{}",
