@@ -294,6 +294,8 @@ impl VectorTarget for PgvectorTarget {
                     "the pgvector extension is not installed in this database (CREATE EXTENSION vector)",
                 ));
             };
+            // pgvector's own settings (hnsw.*) exist once its library is loaded in the session.
+            self.one("SELECT '[1]'::vector").await?;
             let mut settings = BTreeMap::new();
             settings.insert("pgvector".into(), extension.clone());
             for name in [
@@ -302,7 +304,10 @@ impl VectorTarget for PgvectorTarget {
                 "hnsw.iterative_scan",
                 "jit",
             ] {
-                if let Some(value) = self.one(&format!("SHOW {name}")).await? {
+                if let Some(value) = self
+                    .one(&format!("SELECT current_setting('{name}', true)"))
+                    .await?
+                {
                     settings.insert(name.into(), value);
                 }
             }
