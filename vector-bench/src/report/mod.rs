@@ -102,8 +102,8 @@ fn point_of(cell: &Cell) -> Option<Point> {
     })
 }
 
-/// QPS at each matched recall against the reference's; parity when the interpolated round
-/// ranges overlap.
+/// QPS at each matched recall against the reference's, where both curves cross that recall;
+/// parity when the interpolated round ranges overlap.
 fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
     let Some(reference) = report.reference.as_deref() else {
         return Vec::new();
@@ -115,11 +115,26 @@ fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
             .filter(|c| c.family == base.family && c.system != reference)
         {
             for ((recall, a), (_, b)) in base.matched.iter().zip(&other.matched) {
-                let (Some((qa, lo_a, hi_a)), Some((qb, lo_b, hi_b))) =
-                    (a.and_then(|m| m.qps()), b.and_then(|m| m.qps()))
+                // Only two interpolations compare: a curve that starts above the recall gives a
+                // bound, and a bound against a figure is no ratio.
+                let (
+                    Some(Matched::Interpolated {
+                        qps: qa,
+                        qps_min: lo_a,
+                        qps_max: hi_a,
+                        ..
+                    }),
+                    Some(Matched::Interpolated {
+                        qps: qb,
+                        qps_min: lo_b,
+                        qps_max: hi_b,
+                        ..
+                    }),
+                ) = (a, b)
                 else {
                     continue;
                 };
+                let (qa, lo_a, hi_a, qb, lo_b, hi_b) = (*qa, *lo_a, *hi_a, *qb, *lo_b, *hi_b);
                 if qa <= 0.0 {
                     continue;
                 }
@@ -321,10 +336,14 @@ pub fn builds_table(report: &Report) -> Option<Table> {
                 .and_then(Value::as_u64)
                 .map(|m| format!("server {}", format_bytes(m)))
                 .or_else(|| {
-                    build
+                    let index = build
                         .and_then(|x| x.get("index_bytes"))
+                        .and_then(Value::as_u64)?;
+                    let growth = b
+                        .get("process_rss_growth_bytes")
                         .and_then(Value::as_u64)
-                        .map(|m| format!("index {}", format_bytes(m)))
+                        .map_or(String::new(), |g| format!(", process +{}", format_bytes(g)));
+                    Some(format!("index {}{growth}", format_bytes(index)))
                 })
                 .unwrap_or_else(|| "–".into());
             let what = b
