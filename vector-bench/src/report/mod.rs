@@ -404,23 +404,6 @@ fn truth_lines(report: &Report) -> Vec<String> {
         .collect()
 }
 
-fn problems(report: &Report) -> Vec<String> {
-    report
-        .cells
-        .iter()
-        .filter(|c| c.status != Status::Ok)
-        .map(|c| {
-            format!(
-                "{} · {}: {} — {}",
-                c.workload,
-                c.system,
-                c.status.as_str(),
-                c.reason.as_deref().unwrap_or("no reason recorded")
-            )
-        })
-        .collect()
-}
-
 fn header_lines(report: &Report) -> Vec<String> {
     let mut lines = vec![format!("{} · {}", report.tool, report.section)];
     lines.extend(common::report::environment_lines(report));
@@ -508,7 +491,7 @@ pub fn render_terminal(report: &Report) -> String {
         out.push('\n');
         out.push_str(&table.to_text());
     }
-    let problems = problems(report);
+    let problems = common::report::problems(report);
     if !problems.is_empty() {
         out.push_str("\nCells without a figure:\n");
         for line in problems {
@@ -547,7 +530,7 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         out.push_str(&table.to_markdown());
     }
-    let problems = problems(report);
+    let problems = common::report::problems(report);
     if !problems.is_empty() {
         out.push_str("\n**Cells without a figure**\n\n");
         for line in problems {

@@ -261,15 +261,11 @@ impl VectorTarget for ChromaTarget {
                     object: format!("collection {name}"),
                 });
             }
-            match existing["dimension"].as_u64() {
-                Some(found) if found as usize != spec.dims => Err(TargetError::Dimensions {
-                    system: self.identity.name.clone(),
-                    object: format!("collection {name}"),
-                    found: found as usize,
-                    wanted: spec.dims,
-                }),
-                _ => Ok(()),
-            }
+            self.identity.check_dimensions(
+                format!("collection {name}"),
+                existing["dimension"].as_u64().map(|d| d as usize),
+                spec.dims,
+            )
         })
     }
 

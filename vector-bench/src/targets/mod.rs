@@ -63,6 +63,24 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Refuses an existing collection of fairbench's whose dimension is not the dataset's.
+    pub fn check_dimensions(
+        &self,
+        object: String,
+        found: Option<usize>,
+        wanted: usize,
+    ) -> Result<(), TargetError> {
+        match found {
+            Some(found) if found != wanted => Err(TargetError::Dimensions {
+                system: self.name.clone(),
+                object,
+                found,
+                wanted,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// A failed request to this system, as one sentence.
     pub fn error(&self, message: impl std::fmt::Display) -> TargetError {
         TargetError::Query {

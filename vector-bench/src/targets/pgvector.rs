@@ -358,15 +358,8 @@ impl VectorTarget for PgvectorTarget {
                 ))
                 .await?
                 .and_then(|d| d.parse::<usize>().ok());
-            match dims {
-                Some(found) if found != spec.dims => Err(TargetError::Dimensions {
-                    system: self.identity.name.clone(),
-                    object: format!("table {qualified}"),
-                    found,
-                    wanted: spec.dims,
-                }),
-                _ => Ok(()),
-            }
+            self.identity
+                .check_dimensions(format!("table {qualified}"), dims, spec.dims)
         })
     }
 

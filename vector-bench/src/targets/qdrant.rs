@@ -181,15 +181,8 @@ impl VectorTarget for QdrantTarget {
                     VectorsConfigKind::Params(p) => Some(p.size as usize),
                     VectorsConfigKind::ParamsMap(_) => None,
                 });
-            match size {
-                Some(found) if found != spec.dims => Err(TargetError::Dimensions {
-                    system: self.identity.name.clone(),
-                    object: format!("collection {name}"),
-                    found,
-                    wanted: spec.dims,
-                }),
-                _ => Ok(()),
-            }
+            self.identity
+                .check_dimensions(format!("collection {name}"), size, spec.dims)
         })
     }
 
