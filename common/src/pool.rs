@@ -35,6 +35,12 @@ impl<S: Send + 'static> Pool<S> {
         self.sessions.len()
     }
 
+    /// The open sessions, for control work between windows (setting a per-session parameter,
+    /// a single-session pass); never used inside a window.
+    pub fn sessions_mut(&mut self) -> impl Iterator<Item = &mut S> {
+        self.sessions.iter_mut().flatten()
+    }
+
     /// Reopens any of the first `n` sessions lost in an earlier window.
     async fn ensure(&mut self, n: usize) -> Result<(), String> {
         for (index, slot) in self.sessions.iter_mut().take(n).enumerate() {

@@ -181,7 +181,7 @@ pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
 }
 
 /// Why each cell that is not `ok` has no figure.
-fn problems(report: &Report) -> Vec<String> {
+pub fn problems(report: &Report) -> Vec<String> {
     report
         .cells
         .iter()
@@ -258,6 +258,7 @@ pub fn systems_table(report: &Report) -> Table {
     }
 }
 
+/// The machine, the durable-write floor, the load gate and the data, one line each.
 pub fn environment_lines(report: &Report) -> Vec<String> {
     let env = &report.environment;
     let mut lines = vec![format!(

@@ -1,0 +1,557 @@
+//! Reports: pure functions from a [`Report`] to text. Per curve family, one table of ef points
+//! (recall@k, p50/p99 at concurrency 1, QPS at --connections) in the seed's shape; then the
+//! comparison at matched recall, which is the one that decides; builds; ground truth.
+
+pub mod chart;
+
+use std::collections::BTreeMap;
+
+use common::human::{format_bytes, format_latency_ns, format_rate, format_thousands};
+use common::report::Table;
+use common::results::{Cell, Report, Status, Verdict, VerdictKind};
+use serde_json::{Value, json};
+
+use crate::Opts;
+use crate::curve::{MATCHED_RECALLS, Matched, Point, at_recall};
+
+/// The notes every report carries: what the figures are and what they do not establish.
+pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
+    let mut notes = vec![
+        format!(
+            "Latency (p50/p99) is one query at a time over the same {} queries per round; QPS is {} sessions searching flat out for {} per round. Recall@{} is tie-aware against exact ground truth (a row exactly as near as the k-th true neighbour counts).",
+            opts.queries,
+            opts.common.connections,
+            common::human::format_duration(opts.common.duration),
+            opts.k
+        ),
+        "Two indexes rarely reach the same recall at the same ef: compare them at matched recall (interpolated along each target's own curve), not row by row.".to_owned(),
+        "Every system ran on this machine beside the client: the client's CPU time is taken from the servers'. Figures compare only within this run.".to_owned(),
+    ];
+    if kinds.iter().any(|k| k == "usearch") {
+        notes.push("usearch runs inside the client process: no network and no protocol; its searches share the cores with nothing else of the client.".into());
+    }
+    notes
+}
+
+/// Curves, matched-recall figures and verdicts, computed from the cells.
+pub fn settle(report: &mut Report) {
+    let curves = curves(report);
+    report.verdicts = matched_verdicts(report, &curves);
+    report.extra.insert("curves".into(), json!(curves));
+}
+
+/// One system's curve of one family, with its figures at each matched recall.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone)]
+pub struct Curve {
+    pub system: String,
+    pub family: String,
+    pub points: Vec<Point>,
+    pub matched: Vec<(f64, Option<Matched>)>,
+}
+
+/// The `ok` cells grouped by (family, system), as curves in ef order.
+pub fn curves(report: &Report) -> Vec<Curve> {
+    let mut grouped: BTreeMap<(String, usize), Vec<Point>> = BTreeMap::new();
+    for cell in report.cells.iter().filter(|c| c.status == Status::Ok) {
+        let (Some(family), Some(point)) = (family_of(cell), point_of(cell)) else {
+            continue;
+        };
+        let order = report
+            .systems
+            .iter()
+            .position(|s| s.name == cell.system)
+            .unwrap_or(usize::MAX);
+        grouped.entry((family, order)).or_default().push(point);
+    }
+    grouped
+        .into_iter()
+        .map(|((family, order), mut points)| {
+            points.sort_by_key(|p| p.ef);
+            let matched = MATCHED_RECALLS
+                .iter()
+                .map(|r| (*r, at_recall(&points, *r)))
+                .collect();
+            Curve {
+                system: report
+                    .systems
+                    .get(order)
+                    .map_or_else(String::new, |s| s.name.clone()),
+                family,
+                points,
+                matched,
+            }
+        })
+        .collect()
+}
+
+fn family_of(cell: &Cell) -> Option<String> {
+    cell.extra.get("family")?.as_str().map(str::to_owned)
+}
+
+fn point_of(cell: &Cell) -> Option<Point> {
+    let throughput = cell.usable_throughput()?;
+    let latency = cell.latency_ns?;
+    Some(Point {
+        ef: cell.extra.get("ef")?.as_u64()?,
+        recall: cell.extra.get("recall")?.as_f64()?,
+        p50_ns: latency.p50 as f64,
+        p99_ns: latency.p99 as f64,
+        qps: throughput.median,
+        qps_min: throughput.min,
+        qps_max: throughput.max,
+    })
+}
+
+/// QPS at each matched recall against the reference's, where both curves cross that recall;
+/// parity when the interpolated round ranges overlap.
+fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
+    let Some(reference) = report.reference.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for base in curves.iter().filter(|c| c.system == reference) {
+        for other in curves
+            .iter()
+            .filter(|c| c.family == base.family && c.system != reference)
+        {
+            for ((recall, a), (_, b)) in base.matched.iter().zip(&other.matched) {
+                // Only two interpolations compare: a curve that starts above the recall gives a
+                // bound, and a bound against a figure is no ratio.
+                let (
+                    Some(Matched::Interpolated {
+                        qps: qa,
+                        qps_min: lo_a,
+                        qps_max: hi_a,
+                        ..
+                    }),
+                    Some(Matched::Interpolated {
+                        qps: qb,
+                        qps_min: lo_b,
+                        qps_max: hi_b,
+                        ..
+                    }),
+                ) = (a, b)
+                else {
+                    continue;
+                };
+                let (qa, lo_a, hi_a, qb, lo_b, hi_b) = (*qa, *lo_a, *hi_a, *qb, *lo_b, *hi_b);
+                if qa <= 0.0 {
+                    continue;
+                }
+                let ratio = qb / qa;
+                let verdict = if lo_b <= hi_a && lo_a <= hi_b {
+                    VerdictKind::Parity
+                } else if ratio > 1.0 {
+                    VerdictKind::Faster
+                } else {
+                    VerdictKind::Slower
+                };
+                out.push(Verdict {
+                    workload: format!("{} · recall {recall:.2}", base.family),
+                    system: other.system.clone(),
+                    reference: reference.to_owned(),
+                    ratio,
+                    verdict,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The families in the order they were measured.
+fn families(report: &Report) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for cell in &report.cells {
+        if let Some(family) = family_of(cell).or_else(|| family_of_workload(&cell.workload))
+            && !seen.contains(&family)
+        {
+            seen.push(family);
+        }
+    }
+    seen
+}
+
+/// `f32 · unfiltered · ef 64` → `f32 · unfiltered` (for cells that never got their extras).
+fn family_of_workload(workload: &str) -> Option<String> {
+    workload.rsplit_once(" · ef ").map(|(f, _)| f.to_owned())
+}
+
+fn ef_of_workload(workload: &str) -> Option<u64> {
+    workload.rsplit_once(" · ef ")?.1.parse().ok()
+}
+
+/// One family's ef points: recall, p50, p99 and QPS per system.
+pub fn family_table(report: &Report, family: &str) -> Table {
+    let mut header = vec!["ef".to_owned()];
+    for s in &report.systems {
+        for what in ["recall", "p50", "p99", "QPS"] {
+            header.push(format!("{} {what}", s.name));
+        }
+    }
+    let mut efs: Vec<u64> = report
+        .cells
+        .iter()
+        .filter(|c| family_of_workload(&c.workload).as_deref() == Some(family))
+        .filter_map(|c| ef_of_workload(&c.workload))
+        .collect();
+    efs.sort_unstable();
+    efs.dedup();
+    let rows =
+        efs.iter()
+            .map(|ef| {
+                let mut row = vec![ef.to_string()];
+                for s in &report.systems {
+                    let cell = report.cells.iter().find(|c| {
+                        c.system == s.name && c.workload == format!("{family} · ef {ef}")
+                    });
+                    row.extend(point_figures(cell));
+                }
+                row
+            })
+            .collect();
+    Table {
+        title: format!("{family} (recall@k; latency at concurrency 1; QPS median of rounds)"),
+        header,
+        rows,
+        numeric: true,
+    }
+}
+
+fn point_figures(cell: Option<&Cell>) -> Vec<String> {
+    let Some(cell) = cell else {
+        return vec!["–".into(); 4];
+    };
+    match (cell.status, point_of(cell)) {
+        (Status::Ok, Some(p)) => vec![
+            format!("{:.4}", p.recall),
+            format_latency_ns(p.p50_ns as u64),
+            format_latency_ns(p.p99_ns as u64),
+            format_rate(p.qps),
+        ],
+        _ => {
+            let mut out = vec![cell.status.as_str().to_owned()];
+            out.extend(std::iter::repeat_n("–".to_owned(), 3));
+            out
+        }
+    }
+}
+
+/// Each system's QPS and latency at each matched recall, with the verdict against the reference.
+pub fn matched_table(report: &Report) -> Option<Table> {
+    let curves: Vec<Curve> = report
+        .extra
+        .get("curves")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    if curves.is_empty() {
+        return None;
+    }
+    let mut header = vec!["family · recall".to_owned()];
+    header.extend(report.systems.iter().map(|s| s.name.clone()));
+    let mut rows = Vec::new();
+    for family in families(report) {
+        for (i, recall) in MATCHED_RECALLS.iter().enumerate() {
+            if !curves.iter().any(|c| c.family == family) {
+                continue;
+            }
+            let mut row = vec![format!("{family} · {recall:.2}")];
+            for s in &report.systems {
+                let curve = curves
+                    .iter()
+                    .find(|c| c.system == s.name && c.family == family);
+                let matched = curve.and_then(|c| c.matched.get(i)).and_then(|m| m.1);
+                let verdict = report.verdicts.iter().find(|v| {
+                    v.system == s.name && v.workload == format!("{family} · recall {recall:.2}")
+                });
+                row.push(matched_figure(matched, verdict));
+            }
+            rows.push(row);
+        }
+    }
+    Some(Table {
+        title: format!(
+            "At matched recall (QPS · p50, interpolated along each curve; ratio of QPS against {})",
+            report.reference.as_deref().unwrap_or("the reference")
+        ),
+        header,
+        rows,
+        numeric: true,
+    })
+}
+
+fn matched_figure(matched: Option<Matched>, verdict: Option<&Verdict>) -> String {
+    let Some(matched) = matched else {
+        return "–".into();
+    };
+    let figure = match matched {
+        Matched::NotReached { best_recall, ef } => {
+            return format!("not reached (best {best_recall:.4} at ef {ef})");
+        }
+        Matched::Interpolated { qps, p50_ns, .. } => {
+            format!(
+                "{} q/s · {}",
+                format_rate(qps),
+                format_latency_ns(p50_ns as u64)
+            )
+        }
+        Matched::AlreadyAbove { ef, point, .. } => format!(
+            "≥ {} q/s · ≤ {} (already at ef {ef})",
+            format_rate(point.qps),
+            format_latency_ns(point.p50_ns as u64)
+        ),
+    };
+    match verdict {
+        Some(v) => {
+            let word = match v.verdict {
+                VerdictKind::Faster => "faster",
+                VerdictKind::Slower => "slower",
+                VerdictKind::Parity => "parity",
+            };
+            format!("{figure} · {:.2}× {word}", v.ratio)
+        }
+        None => figure,
+    }
+}
+
+/// Build time, insert throughput and memory per system and variant.
+pub fn builds_table(report: &Report) -> Option<Table> {
+    let builds = report.extra.get("builds")?.as_array()?;
+    if builds.is_empty() {
+        return None;
+    }
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    let rows = builds
+        .iter()
+        .map(|b| {
+            let build = b.get("build");
+            let seconds = |key: &str| {
+                build
+                    .and_then(|x| x.get(key))
+                    .and_then(Value::as_f64)
+                    .map_or("–".to_owned(), |s| format!("{s:.1} s"))
+            };
+            let memory = b
+                .get("server_rss_bytes")
+                .and_then(Value::as_u64)
+                .map(|m| format!("server {}", format_bytes(m)))
+                .or_else(|| {
+                    let index = build
+                        .and_then(|x| x.get("index_bytes"))
+                        .and_then(Value::as_u64)?;
+                    let growth = b
+                        .get("process_rss_growth_bytes")
+                        .and_then(Value::as_u64)
+                        .map_or(String::new(), |g| format!(", process +{}", format_bytes(g)));
+                    Some(format!("index {}{growth}", format_bytes(index)))
+                })
+                .unwrap_or_else(|| "–".into());
+            let what = b
+                .get("problem")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| text(b, "offered"));
+            vec![
+                format!("{} · {}", text(b, "system"), text(b, "variant")),
+                b.get("insert_rows_per_s")
+                    .and_then(Value::as_f64)
+                    .map_or("–".into(), format_rate),
+                seconds("insert_s"),
+                seconds("build_s"),
+                memory,
+                what,
+            ]
+        })
+        .collect();
+    Some(Table {
+        title: "Index builds (time until the index answers queries)".into(),
+        header: vec![
+            "system · variant".into(),
+            "insert rows/s".into(),
+            "insert".into(),
+            "build".into(),
+            "memory".into(),
+            "how".into(),
+        ],
+        rows,
+        numeric: false,
+    })
+}
+
+fn truth_lines(report: &Report) -> Vec<String> {
+    let Some(truths) = report.extra.get("ground_truth").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    truths
+        .iter()
+        .map(|t| {
+            let source = t.get("source").and_then(Value::as_str).unwrap_or("?");
+            let rows = t.get("rows").and_then(Value::as_u64).unwrap_or(0);
+            let queries = t.get("queries").and_then(Value::as_u64).unwrap_or(0);
+            let filter = t.get("filter").and_then(Value::as_str).unwrap_or("?");
+            let how = match source {
+                "computed" => format!(
+                    "computed in {:.2} s",
+                    t.get("seconds").and_then(Value::as_f64).unwrap_or(0.0)
+                ),
+                other => format!("from the {other}"),
+            };
+            format!(
+                "ground truth ({filter}): {queries} queries over {} rows, {how}",
+                format_thousands(rows as f64)
+            )
+        })
+        .collect()
+}
+
+fn header_lines(report: &Report) -> Vec<String> {
+    let mut lines = vec![format!("{} · {}", report.tool, report.section)];
+    lines.extend(common::report::environment_lines(report));
+    lines.extend(truth_lines(report));
+    if let Some(peak) = report
+        .extra
+        .get("client_peak_rss_bytes")
+        .and_then(Value::as_u64)
+    {
+        lines.push(format!(
+            "client peak resident memory {}",
+            format_bytes(peak)
+        ));
+    }
+    lines
+}
+
+fn tables(report: &Report) -> Vec<Table> {
+    let mut out: Vec<Table> = families(report)
+        .iter()
+        .map(|f| family_table(report, f))
+        .collect();
+    out.extend(matched_table(report));
+    out.extend(builds_table(report));
+    out.extend(harness_table(report));
+    out
+}
+
+/// What the client itself costs per query, outside the search call (the median over cells),
+/// beside the search call's own median latency: for the embedded index, the share of a query
+/// that is harness rather than index.
+pub fn harness_table(report: &Report) -> Option<Table> {
+    let rows: Vec<Vec<String>> = report
+        .systems
+        .iter()
+        .filter_map(|s| {
+            let cells: Vec<&Cell> = report
+                .cells
+                .iter()
+                .filter(|c| c.system == s.name && c.status == Status::Ok)
+                .collect();
+            let mut harness: Vec<f64> = cells
+                .iter()
+                .filter_map(|c| c.extra.get("harness_ns_per_query")?.as_f64())
+                .collect();
+            let mut calls: Vec<f64> = cells
+                .iter()
+                .filter_map(|c| c.latency_ns.map(|l| l.p50 as f64))
+                .collect();
+            if harness.is_empty() || calls.is_empty() {
+                return None;
+            }
+            harness.sort_by(f64::total_cmp);
+            calls.sort_by(f64::total_cmp);
+            let (h, c) = (harness[harness.len() / 2], calls[calls.len() / 2]);
+            Some(vec![
+                s.name.clone(),
+                format_latency_ns(h as u64),
+                format_latency_ns(c as u64),
+                format!("{:.2}%", 100.0 * h / (h + c).max(1.0)),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        title: "Harness cost per query (outside the search call; medians over the measured cells)"
+            .into(),
+        header: vec![
+            "system".into(),
+            "harness".into(),
+            "search call p50".into(),
+            "harness share".into(),
+        ],
+        rows,
+        numeric: true,
+    })
+}
+
+/// The terminal summary printed at the end of a run.
+pub fn render_terminal(report: &Report) -> String {
+    let mut out = String::from("\n");
+    for line in header_lines(report) {
+        out.push_str(&format!("{line}\n"));
+    }
+    for table in tables(report) {
+        out.push('\n');
+        out.push_str(&table.to_text());
+    }
+    let problems = common::report::problems(report);
+    if !problems.is_empty() {
+        out.push_str("\nCells without a figure:\n");
+        for line in problems {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push('\n');
+    for s in &report.systems {
+        out.push_str(&format!("{}: {}\n", s.name, s.version));
+    }
+    for note in &report.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// `report.md`: the same tables, with every system's verified settings and the notes in full.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = format!("# {} {}\n\n", report.tool, report.suite);
+    out.push_str(&format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).\n\n",
+        report.run_id,
+        report.started_at,
+        report
+            .finished_at
+            .as_deref()
+            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
+        report.tool,
+        report.tool_version,
+        report.git_commit.as_deref().unwrap_or("unknown"),
+    ));
+    for line in header_lines(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    for table in tables(report) {
+        out.push('\n');
+        out.push_str(&table.to_markdown());
+    }
+    let problems = common::report::problems(report);
+    if !problems.is_empty() {
+        out.push_str("\n**Cells without a figure**\n\n");
+        for line in problems {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
+    out.push_str("\n**Systems (as each reported itself)**\n\n");
+    for s in &report.systems {
+        out.push_str(&format!("- {} — {}\n", s.name, s.version));
+        for (key, value) in &s.verified {
+            out.push_str(&format!("  - {key} = {value}\n"));
+        }
+    }
+    if !report.notes.is_empty() {
+        out.push_str("\n**What this run does not establish, and other notes**\n\n");
+        for note in &report.notes {
+            out.push_str(&format!("- {note}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,490 @@
+//! Chroma over its HTTP API (v2), with `ureq` (one keep-alive connection per session): a
+//! collection with its HNSW parameters (space, max_neighbors = m, ef_construction, ef_search)
+//! set at creation and read back, ef changed per point through the collection's configuration,
+//! the category as metadata (Chroma indexes every metadata key) and the filter as `where`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector};
+use serde_json::{Value, json};
+
+use super::search::{BlockingSearchSession, Searchers, Work};
+use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use crate::dataset::{Dataset, Metric};
+use crate::workloads::Variant;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+const MARKER_KEY: &str = "created_by";
+const MARKER: &str = "fairbench";
+
+/// An HTTP client of one Chroma server and database.
+#[derive(Clone)]
+struct Http {
+    agent: ureq::Agent,
+    /// `http://host:port/api/v2/tenants/T/databases/D`
+    base: String,
+    root: String,
+}
+
+impl Http {
+    fn new(root: &str, tenant: &str, database: &str) -> Http {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(TIMEOUT))
+            .max_idle_connections_per_host(1)
+            .build();
+        Http {
+            agent: ureq::Agent::new_with_config(config),
+            base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
+            root: root.to_owned(),
+        }
+    }
+
+    /// Sends a request and returns the status and the JSON body.
+    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, Value), String> {
+        let url = if path.starts_with("/api") {
+            format!("{}{path}", self.root)
+        } else {
+            format!("{}{path}", self.base)
+        };
+        let response = match (method, body) {
+            ("GET", _) => self.agent.get(&url).call(),
+            ("DELETE", _) => self.agent.delete(&url).call(),
+            ("PUT", Some(b)) => self
+                .agent
+                .put(&url)
+                .content_type("application/json")
+                .send(b),
+            (_, Some(b)) => self
+                .agent
+                .post(&url)
+                .content_type("application/json")
+                .send(b),
+            (_, None) => self.agent.post(&url).send_empty(),
+        };
+        let mut response = response.map_err(|e| format!("{method} {url}: {e}"))?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_string()
+            .map_err(|e| format!("{method} {url}: reading the answer: {e}"))?;
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text)
+                .map_err(|e| format!("{method} {url}: the answer is not JSON ({e}): {text:.200}"))?
+        };
+        Ok((status, value))
+    }
+
+    /// As [`Http::call`], failing on any status but 2xx with the server's message.
+    fn ok(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Value, String> {
+        let (status, value) = self.call(method, path, body)?;
+        if (200..300).contains(&status) {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{method} {path}: HTTP {status}: {}",
+                value.get("message").and_then(Value::as_str).unwrap_or("")
+            ))
+        }
+    }
+}
+
+pub struct ChromaTarget {
+    identity: Identity,
+    http: Http,
+}
+
+impl ChromaTarget {
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+        let rest = spec.url.split_once("://").map_or("", |(_, r)| r);
+        let (host, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let host = host.trim_end_matches('/');
+        if host.is_empty() {
+            return Err(TargetError::Url {
+                url: spec.url_redacted(),
+                message: "write it as chroma://HOST:PORT[?tenant=T&database=D]".into(),
+            });
+        }
+        let param = |key: &str, default: &str| {
+            query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                .unwrap_or(default)
+                .to_owned()
+        };
+        let identity = Identity {
+            name: spec.name.clone().unwrap_or_else(|| "chroma".into()),
+            kind: "chroma".into(),
+            url_redacted: spec.url_redacted(),
+        };
+        let http = Http::new(
+            &format!("http://{host}"),
+            &param("tenant", "default_tenant"),
+            &param("database", "default_database"),
+        );
+        let probe = http.clone();
+        let alive = tokio::task::spawn_blocking(move || probe.ok("GET", "/api/v2/heartbeat", None))
+            .await
+            .map_err(|e| TargetError::Other(e.to_string()))?;
+        if let Err(message) = alive {
+            return Err(TargetError::Connect {
+                system: identity.name.clone(),
+                url: identity.url_redacted.clone(),
+                message: format!("{message} — is the server running? (scripts/services start)"),
+            });
+        }
+        Ok(Box::new(ChromaTarget { identity, http }))
+    }
+
+    /// Runs a blocking HTTP exchange off the runtime's workers.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(Http) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, TargetError> {
+        let http = self.http.clone();
+        tokio::task::spawn_blocking(move || work(http))
+            .await
+            .map_err(|e| self.identity.error(e))?
+            .map_err(|e| self.identity.error(e))
+    }
+
+    /// The collection named `name`, or `None` when there is none.
+    async fn collection(&self, name: &str) -> Result<Option<Value>, TargetError> {
+        let path = format!("/collections/{name}");
+        let (status, value) = self
+            .blocking(move |http| http.call("GET", &path, None))
+            .await?;
+        match status {
+            200 => Ok(Some(value)),
+            404 => Ok(None),
+            _ if value.get("error").and_then(Value::as_str) == Some("NotFoundError") => Ok(None),
+            _ => Err(self
+                .identity
+                .error(format!("reading collection {name}: HTTP {status}: {value}"))),
+        }
+    }
+}
+
+fn space(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Cosine => "cosine",
+        Metric::L2 => "l2",
+    }
+}
+
+/// The body of one `add`: ids, embeddings and categories of rows `start..end`.
+fn add_body(data: &Dataset, start: usize, end: usize) -> String {
+    let mut body = String::with_capacity((end - start) * (data.dims * 12 + 40));
+    body.push_str("{\"ids\":[");
+    for id in start..end {
+        let _ = write!(body, "{}\"{id}\"", if id == start { "" } else { "," });
+    }
+    body.push_str("],\"embeddings\":[");
+    for id in start..end {
+        body.push_str(if id == start { "[" } else { ",[" });
+        for (i, v) in data.row(id).iter().enumerate() {
+            let _ = write!(body, "{}{v}", if i == 0 { "" } else { "," });
+        }
+        body.push(']');
+    }
+    body.push_str("],\"metadatas\":[");
+    for id in start..end {
+        let _ = write!(
+            body,
+            "{}{{\"category\":{}}}",
+            if id == start { "" } else { "," },
+            data.categories[id]
+        );
+    }
+    body.push_str("]}");
+    body
+}
+
+impl VectorTarget for ChromaTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let version = self
+                .blocking(|http| http.ok("GET", "/api/v2/version", None))
+                .await?;
+            let checks = self
+                .blocking(|http| http.ok("GET", "/api/v2/pre-flight-checks", None))
+                .await?;
+            let mut settings = BTreeMap::new();
+            settings.insert(
+                "max_batch_size".into(),
+                checks["max_batch_size"].to_string(),
+            );
+            Ok(Description {
+                version: format!(
+                    "Chroma (server API version {})",
+                    version.as_str().unwrap_or("unknown")
+                ),
+                settings,
+            })
+        })
+    }
+
+    fn offer(&self, variant: Variant) -> Result<String, String> {
+        match variant {
+            Variant::F32 => Ok("HNSW (hnswlib) over f32 vectors".into()),
+            _ => Err("Chroma's single-node HNSW index has no quantization".into()),
+        }
+    }
+
+    fn check<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let name = spec.collection();
+            let Some(existing) = self.collection(&name).await? else {
+                return Ok(());
+            };
+            if existing["metadata"][MARKER_KEY].as_str() != Some(MARKER) {
+                return Err(TargetError::Foreign {
+                    system: self.identity.name.clone(),
+                    object: format!("collection {name}"),
+                });
+            }
+            self.identity.check_dimensions(
+                format!("collection {name}"),
+                existing["dimension"].as_u64().map(|d| d as usize),
+                spec.dims,
+            )
+        })
+    }
+
+    fn build<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        data: &'a Arc<Dataset>,
+        batch: usize,
+        done: &'a AtomicU64,
+    ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
+        Box::pin(async move {
+            self.check(spec).await?;
+            let name = spec.collection();
+            if self.collection(&name).await?.is_some() {
+                let path = format!("/collections/{name}");
+                self.blocking(move |http| http.ok("DELETE", &path, None))
+                    .await?;
+            }
+            let create = json!({
+                "name": name,
+                "metadata": { MARKER_KEY: MARKER },
+                "configuration": { "hnsw": {
+                    "space": space(spec.metric),
+                    "max_neighbors": spec.m,
+                    "ef_construction": spec.ef_construction,
+                    "ef_search": 64,
+                }},
+            })
+            .to_string();
+            let created = self
+                .blocking(move |http| http.ok("POST", "/collections", Some(create.as_bytes())))
+                .await?;
+            let id = created["id"]
+                .as_str()
+                .ok_or_else(|| {
+                    self.identity
+                        .error("creating the collection returned no id")
+                })?
+                .to_owned();
+            let limit: usize = self
+                .blocking(|http| http.ok("GET", "/api/v2/pre-flight-checks", None))
+                .await?["max_batch_size"]
+                .as_u64()
+                .map_or(batch, |m| m as usize);
+            let batch = batch.min(limit).max(1);
+            let began = Instant::now();
+            for start in (0..data.rows()).step_by(batch) {
+                let end = (start + batch).min(data.rows());
+                let body = add_body(data, start, end);
+                let path = format!("/collections/{id}/add");
+                self.blocking(move |http| http.ok("POST", &path, Some(body.as_bytes())))
+                    .await?;
+                done.fetch_add((end - start) as u64, Ordering::Relaxed);
+            }
+            let insert_s = began.elapsed().as_secs_f64();
+            let probe = json!({
+                "query_embeddings": [data.query(0)],
+                "n_results": 1,
+                "include": [],
+            })
+            .to_string();
+            let path = format!("/collections/{id}/query");
+            let answer = self
+                .blocking(move |http| http.ok("POST", &path, Some(probe.as_bytes())))
+                .await?;
+            if answer["ids"][0].as_array().is_none_or(Vec::is_empty) {
+                return Err(self
+                    .identity
+                    .error("the collection returned nothing after every row was added"));
+            }
+            Ok(BuildReport {
+                insert_s,
+                build_s: began.elapsed().as_secs_f64(),
+                method: format!(
+                    "add in batches of {batch}; the HNSW index is updated as rows arrive, and the first query answers after the last add"
+                ),
+                index_bytes: None,
+            })
+        })
+    }
+
+    fn verify<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let name = spec.collection();
+            let collection = self
+                .collection(&name)
+                .await?
+                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let hnsw = &collection["configuration_json"]["hnsw"];
+            let mut out = BTreeMap::new();
+            let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+            out.insert("m".into(), text(&hnsw["max_neighbors"]));
+            out.insert("ef_construction".into(), text(&hnsw["ef_construction"]));
+            out.insert("space".into(), text(&hnsw["space"]));
+            out.insert("dimensions".into(), text(&collection["dimension"]));
+            let id = text(&collection["id"]);
+            let path = format!("/collections/{id}/count");
+            let count = self
+                .blocking(move |http| http.ok("GET", &path, None))
+                .await?;
+            out.insert("rows".into(), text(&count));
+            out.insert(
+                "payload_index".into(),
+                "automatic: Chroma indexes every metadata key (int_inverted_index)".into(),
+            );
+            Ok(out)
+        })
+    }
+
+    fn searchers<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        sessions: usize,
+    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        Box::pin(async move {
+            let name = spec.collection();
+            let collection = self
+                .collection(&name)
+                .await?
+                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let id = collection["id"].as_str().unwrap_or_default().to_owned();
+            let root = self.http.clone();
+            let connect: Connector<ChromaSession> = Arc::new(move || {
+                let http = Http::new(&root.root, "", "");
+                let session = ChromaSession {
+                    http: Http {
+                        base: root.base.clone(),
+                        ..http
+                    },
+                    query_path: format!("/collections/{id}/query"),
+                    config_path: format!("/collections/{id}"),
+                    name: name.clone(),
+                    bodies: Arc::new(Vec::new()),
+                };
+                Box::pin(async move { Ok(session) })
+            });
+            super::search::open_blocking(sessions, connect).await
+        })
+    }
+
+    fn drop_index<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.check(spec).await?;
+            let path = format!("/collections/{}", spec.collection());
+            let (status, value) = self
+                .blocking(move |http| http.call("DELETE", &path, None))
+                .await?;
+            if (200..300).contains(&status) || status == 404 {
+                Ok(())
+            } else {
+                Err(self
+                    .identity
+                    .error(format!("dropping the collection: HTTP {status}: {value}")))
+            }
+        })
+    }
+}
+
+/// One keep-alive connection, with every query's request body encoded before the clock starts.
+pub struct ChromaSession {
+    http: Http,
+    query_path: String,
+    config_path: String,
+    name: String,
+    bodies: Arc<Vec<Vec<u8>>>,
+}
+
+impl BlockingSearchSession for ChromaSession {
+    fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
+        let update =
+            json!({ "new_configuration": { "hnsw": { "ef_search": work.ef } } }).to_string();
+        self.http
+            .ok("PUT", &self.config_path, Some(update.as_bytes()))?;
+        let collection = self
+            .http
+            .ok("GET", &format!("/collections/{}", self.name), None)?;
+        let filter = work.category.map(|c| json!({ "category": c }));
+        self.bodies = Arc::new(
+            (0..work.query_count())
+                .map(|q| {
+                    let mut body = json!({
+                        "query_embeddings": [work.data.query(q)],
+                        "n_results": work.k,
+                        "include": [],
+                    });
+                    if let Some(filter) = &filter {
+                        body["where"] = filter.clone();
+                    }
+                    body.to_string().into_bytes()
+                })
+                .collect(),
+        );
+        Ok(collection["configuration_json"]["hnsw"]["ef_search"].to_string())
+    }
+
+    fn search(&mut self, _work: &Work, query: usize, out: &mut Vec<u64>) -> Result<(), OpError> {
+        let body = &self.bodies[query];
+        let (status, answer) = self
+            .http
+            .call("POST", &self.query_path, Some(body))
+            .map_err(OpError::Failed)?;
+        if status != 200 {
+            return Err(OpError::Failed(format!(
+                "HTTP {status}: {}",
+                answer.get("message").and_then(Value::as_str).unwrap_or("")
+            )));
+        }
+        out.clear();
+        let ids = answer["ids"][0].as_array().map_or(&[][..], Vec::as_slice);
+        for id in ids {
+            let id = id
+                .as_str()
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(u64::MAX);
+            out.push(id);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,629 @@
+//! PostgreSQL with pgvector, through tokio-postgres: rows loaded with COPY, then an HNSW index
+//! built with the same m/ef_construction (in memory: maintenance_work_mem is raised for the
+//! build, as pgvector recommends), a btree index on the category, `hnsw.ef_search` set per
+//! point on every session, and the filter as a WHERE clause. Vectors travel in pgvector's binary
+//! format. fairbench's tables live in a schema named after --namespace, marked as fairbench's.
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, BytesMut};
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector};
+use futures_util::SinkExt;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::search::{SearchSession, Searchers, Work};
+use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use crate::dataset::{Dataset, Metric};
+use crate::workloads::Variant;
+
+const MARKER: &str = "created by fairbench";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Memory for the index build, so the graph is built in memory rather than on disk pages.
+const BUILD_MEMORY: &str = "2GB";
+
+pub struct PgvectorTarget {
+    identity: Identity,
+    config: Config,
+    control: Client,
+}
+
+/// Connects and drives the connection on a task of the calling runtime (lane).
+async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
+    let connect_error = |message: String| TargetError::Connect {
+        system: identity.name.clone(),
+        url: identity.url_redacted.clone(),
+        message,
+    };
+    let (client, connection) =
+        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(e)) => {
+                let mut text = e.to_string();
+                let mut source = e.source();
+                while let Some(cause) = source {
+                    text.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                if text.contains("refused") {
+                    text.push_str(" — is the server running? (scripts/services start)");
+                }
+                return Err(connect_error(text));
+            }
+            Err(_) => return Err(connect_error("no answer within 10s".into())),
+        };
+    tokio::spawn(async move {
+        // An error surfaces on the client's next call.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+fn message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+/// Names of one variant's objects.
+struct Names {
+    schema: String,
+    table: String,
+    hnsw: String,
+    category: String,
+}
+
+impl Names {
+    fn of(spec: &IndexSpec) -> Names {
+        let table = format!("vectors_{}", spec.variant.as_str());
+        Names {
+            schema: spec.namespace.clone(),
+            hnsw: format!("{table}_hnsw"),
+            category: format!("{table}_category"),
+            table,
+        }
+    }
+
+    fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.table)
+    }
+}
+
+/// The distance operator and operator class of a metric.
+fn operator(metric: Metric) -> (&'static str, &'static str) {
+    match metric {
+        Metric::Cosine => ("<=>", "vector_cosine_ops"),
+        Metric::L2 => ("<->", "vector_l2_ops"),
+    }
+}
+
+/// The search statement of a variant: `$1` is the query, `$2` is k; the binary variant takes
+/// the Hamming-nearest `$3` candidates and re-ranks them exactly; a filtered statement takes the
+/// category as its last parameter.
+fn search_sql(spec: &IndexSpec, filtered: bool) -> String {
+    let names = Names::of(spec);
+    let (op, _) = operator(spec.metric);
+    let binary = spec.variant == Variant::Binary;
+    let filter = match (filtered, binary) {
+        (false, _) => String::new(),
+        (true, false) => "WHERE category = $3 ".into(),
+        (true, true) => "WHERE category = $4 ".into(),
+    };
+    if binary {
+        format!(
+            "SELECT id FROM (SELECT id, embedding FROM {t} {filter}ORDER BY binary_quantize(embedding)::bit({d}) <~> binary_quantize($1::vector)::bit({d}) LIMIT $3) candidates ORDER BY embedding {op} $1::vector LIMIT $2",
+            t = names.qualified(),
+            d = spec.dims
+        )
+    } else {
+        format!(
+            "SELECT id FROM {} {filter}ORDER BY embedding {op} $1::vector LIMIT $2",
+            names.qualified()
+        )
+    }
+}
+
+/// Runs a search statement with its parameters in the variant's order.
+async fn search(
+    client: &Client,
+    statement: &Statement,
+    binary: bool,
+    vector: &[f32],
+    k: usize,
+    ef: usize,
+    category: Option<u8>,
+) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    let vector = PgVector(vector);
+    let (k, candidates) = (k as i64, ef as i64);
+    match (category.map(i16::from), binary) {
+        (None, false) => client.query(statement, &[&vector, &k]).await,
+        (None, true) => client.query(statement, &[&vector, &k, &candidates]).await,
+        (Some(c), false) => client.query(statement, &[&vector, &k, &c]).await,
+        (Some(c), true) => {
+            client
+                .query(statement, &[&vector, &k, &candidates, &c])
+                .await
+        }
+    }
+}
+
+/// A vector in pgvector's binary wire format: dimension (int16), unused (int16), then the
+/// values as big-endian float4.
+#[derive(Debug)]
+struct PgVector<'a>(&'a [f32]);
+
+impl ToSql for PgVector<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_i16(i16::try_from(self.0.len())?);
+        out.put_i16(0);
+        for value in self.0 {
+            out.put_f32(*value);
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        ty.name() == "vector"
+    }
+
+    to_sql_checked!();
+}
+
+impl PgvectorTarget {
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+        let url = spec.url.replacen("pgvector://", "postgres://", 1).replacen(
+            "postgresql://",
+            "postgres://",
+            1,
+        );
+        let mut config: Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| TargetError::Url {
+                    url: spec.url_redacted(),
+                    message: e.to_string(),
+                })?;
+        config.application_name("fairbench");
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let identity = Identity {
+            name: spec.name.clone().unwrap_or_else(|| "pgvector".into()),
+            kind: "pgvector".into(),
+            url_redacted: spec.url_redacted(),
+        };
+        let control = connect(&config, &identity).await?;
+        Ok(Box::new(PgvectorTarget {
+            identity,
+            config,
+            control,
+        }))
+    }
+
+    async fn one(&self, sql: &str) -> Result<Option<String>, TargetError> {
+        let rows = self
+            .control
+            .simple_query(sql)
+            .await
+            .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+        Ok(rows.into_iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        }))
+    }
+
+    async fn run(&self, sql: &str) -> Result<(), TargetError> {
+        self.control
+            .batch_execute(sql)
+            .await
+            .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))
+    }
+
+    /// Streams every row through COPY (text format), `batch` rows per message.
+    async fn copy_rows(
+        &self,
+        table: &str,
+        data: &Dataset,
+        batch: usize,
+        done: &AtomicU64,
+    ) -> Result<(), TargetError> {
+        let sink = self
+            .control
+            .copy_in(&format!(
+                "COPY {table} (id, category, embedding) FROM STDIN"
+            ))
+            .await
+            .map_err(|e| {
+                self.identity
+                    .error(format!("COPY into {table}: {}", message(&e)))
+            })?;
+        let mut sink = std::pin::pin!(sink);
+        let mut buffer = String::with_capacity(batch * (data.dims * 12 + 16));
+        for start in (0..data.rows()).step_by(batch.max(1)) {
+            buffer.clear();
+            let end = (start + batch.max(1)).min(data.rows());
+            for id in start..end {
+                use std::fmt::Write as _;
+                let _ = write!(buffer, "{id}\t{}\t[", data.categories[id]);
+                for (i, v) in data.row(id).iter().enumerate() {
+                    let _ = write!(buffer, "{}{v}", if i == 0 { "" } else { "," });
+                }
+                buffer.push_str("]\n");
+            }
+            sink.send(bytes::Bytes::copy_from_slice(buffer.as_bytes()))
+                .await
+                .map_err(|e| {
+                    self.identity
+                        .error(format!("COPY into {table}: {}", message(&e)))
+                })?;
+            done.fetch_add((end - start) as u64, Ordering::Relaxed);
+        }
+        sink.as_mut().finish().await.map_err(|e| {
+            self.identity
+                .error(format!("COPY into {table}: {}", message(&e)))
+        })?;
+        Ok(())
+    }
+}
+
+impl VectorTarget for PgvectorTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let version = self.one("SELECT version()").await?.unwrap_or_default();
+            let Some(extension) = self
+                .one("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                .await?
+            else {
+                return Err(self.identity.error(
+                    "the pgvector extension is not installed in this database (CREATE EXTENSION vector)",
+                ));
+            };
+            // pgvector's own settings (hnsw.*) exist once its library is loaded in the session.
+            self.one("SELECT '[1]'::vector").await?;
+            let mut settings = BTreeMap::new();
+            settings.insert("pgvector".into(), extension.clone());
+            for name in [
+                "shared_buffers",
+                "max_parallel_maintenance_workers",
+                "hnsw.iterative_scan",
+                "jit",
+            ] {
+                if let Some(value) = self
+                    .one(&format!("SELECT current_setting('{name}', true)"))
+                    .await?
+                {
+                    settings.insert(name.into(), value);
+                }
+            }
+            let short = version.split(" on ").next().unwrap_or(&version).to_owned();
+            Ok(Description {
+                version: format!("{short}, pgvector {extension}"),
+                settings,
+            })
+        })
+    }
+
+    fn offer(&self, variant: Variant) -> Result<String, String> {
+        match variant {
+            Variant::F32 => Ok("vector(d), HNSW".into()),
+            Variant::Int8 => Err(
+                "pgvector has no int8 scalar quantization (its reduced-precision type is halfvec, 16-bit)"
+                    .into(),
+            ),
+            Variant::Binary => Ok(
+                "HNSW over binary_quantize(embedding) with bit_hamming_ops; the ef nearest by Hamming distance re-ranked by exact distance (pgvector's documented rescoring)"
+                    .into(),
+            ),
+        }
+    }
+
+    fn check<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let names = Names::of(spec);
+            let qualified = names.qualified();
+            let Some(oid) = self
+                .one(&format!("SELECT to_regclass('{qualified}')::oid"))
+                .await?
+            else {
+                return Ok(());
+            };
+            let comment = self
+                .one(&format!("SELECT obj_description({oid}, 'pg_class')"))
+                .await?;
+            if comment.as_deref() != Some(MARKER) {
+                return Err(TargetError::Foreign {
+                    system: self.identity.name.clone(),
+                    object: format!("table {qualified}"),
+                });
+            }
+            let dims = self
+                .one(&format!(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = {oid} AND attname = 'embedding'"
+                ))
+                .await?
+                .and_then(|d| d.parse::<usize>().ok());
+            self.identity
+                .check_dimensions(format!("table {qualified}"), dims, spec.dims)
+        })
+    }
+
+    fn build<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        data: &'a Arc<Dataset>,
+        batch: usize,
+        done: &'a AtomicU64,
+    ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
+        Box::pin(async move {
+            let names = Names::of(spec);
+            let table = names.qualified();
+            self.check(spec).await?;
+            self.run(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema}; DROP TABLE IF EXISTS {table}; \
+                 CREATE TABLE {table} (id bigint PRIMARY KEY, category smallint NOT NULL, embedding vector({d}) NOT NULL); \
+                 COMMENT ON TABLE {table} IS '{MARKER}'",
+                schema = names.schema,
+                d = spec.dims
+            ))
+            .await?;
+            let began = Instant::now();
+            self.copy_rows(&table, data, batch, done).await?;
+            let insert_s = began.elapsed().as_secs_f64();
+            let (_, opclass) = operator(spec.metric);
+            let indexed = match spec.variant {
+                Variant::Binary => format!(
+                    "(binary_quantize(embedding)::bit({})) bit_hamming_ops",
+                    spec.dims
+                ),
+                _ => format!("embedding {opclass}"),
+            };
+            self.run(&format!(
+                "SET maintenance_work_mem = '{BUILD_MEMORY}'; \
+                 CREATE INDEX {hnsw} ON {table} USING hnsw ({indexed}) WITH (m = {m}, ef_construction = {efc}); \
+                 CREATE INDEX {category} ON {table} (category); ANALYZE {table}; RESET maintenance_work_mem",
+                hnsw = names.hnsw,
+                category = names.category,
+                m = spec.m,
+                efc = spec.ef_construction
+            ))
+            .await?;
+            let statement = self
+                .control
+                .prepare(&search_sql(spec, false))
+                .await
+                .map_err(|e| {
+                    self.identity
+                        .error(format!("preparing the search: {}", message(&e)))
+                })?;
+            let binary = spec.variant == Variant::Binary;
+            let answered = !search(
+                &self.control,
+                &statement,
+                binary,
+                data.query(0),
+                1,
+                40,
+                None,
+            )
+            .await
+            .map_err(|e| {
+                self.identity
+                    .error(format!("the first query failed: {}", message(&e)))
+            })?
+            .is_empty();
+            if !answered {
+                return Err(self
+                    .identity
+                    .error("the index returned nothing after the build"));
+            }
+            Ok(BuildReport {
+                insert_s,
+                build_s: began.elapsed().as_secs_f64(),
+                method: format!(
+                    "COPY, then CREATE INDEX … USING hnsw (maintenance_work_mem = {BUILD_MEMORY}) and the category btree, ANALYZE"
+                ),
+                index_bytes: None,
+            })
+        })
+    }
+
+    fn verify<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let names = Names::of(spec);
+            let table = names.qualified();
+            let mut out = BTreeMap::new();
+            let options = self
+                .one(&format!(
+                    "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass('{}.{}')",
+                    names.schema, names.hnsw
+                ))
+                .await?
+                .unwrap_or_default();
+            for option in options.split(',') {
+                if let Some((key, value)) = option.split_once('=') {
+                    out.insert(key.to_owned(), value.to_owned());
+                }
+            }
+            let definition = self
+                .one(&format!(
+                    "SELECT indexdef FROM pg_indexes WHERE schemaname = '{}' AND indexname = '{}'",
+                    names.schema, names.hnsw
+                ))
+                .await?
+                .unwrap_or_default();
+            out.insert("index".into(), definition);
+            let category = self
+                .one(&format!(
+                    "SELECT indexdef FROM pg_indexes WHERE schemaname = '{}' AND indexname = '{}'",
+                    names.schema, names.category
+                ))
+                .await?;
+            out.insert(
+                "payload_index".into(),
+                category.unwrap_or_else(|| "missing".into()),
+            );
+            let rows = self.one(&format!("SELECT count(*) FROM {table}")).await?;
+            out.insert("rows".into(), rows.unwrap_or_default());
+            out.insert("dimensions".into(), spec.dims.to_string());
+            // What the planner does with each search: an index scan, or (filtered) perhaps the
+            // category btree and an exact sort.
+            let probe = vec![0.5f32; spec.dims];
+            let binary = spec.variant == Variant::Binary;
+            for filtered in [false, true] {
+                let sql = format!("EXPLAIN (COSTS OFF) {}", search_sql(spec, filtered));
+                let statement = self
+                    .control
+                    .prepare(&sql)
+                    .await
+                    .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+                let category = filtered.then_some(crate::dataset::CATEGORY_1PCT);
+                let rows = search(&self.control, &statement, binary, &probe, 10, 64, category)
+                    .await
+                    .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+                let plan: Vec<String> = rows
+                    .iter()
+                    .map(|r| r.get::<_, String>(0).trim().to_owned())
+                    .collect();
+                let key = if filtered {
+                    "plan_filtered_1pct"
+                } else {
+                    "plan"
+                };
+                out.insert(key.into(), plan.join(" / "));
+            }
+            Ok(out)
+        })
+    }
+
+    fn searchers<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        sessions: usize,
+    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        Box::pin(async move {
+            let config = self.config.clone();
+            let identity = self.identity.clone();
+            let (plain, filtered) = (search_sql(spec, false), search_sql(spec, true));
+            let binary = spec.variant == Variant::Binary;
+            let connect: Connector<PgSession> = Arc::new(move || {
+                let (config, identity) = (config.clone(), identity.clone());
+                let (plain, filtered) = (plain.clone(), filtered.clone());
+                Box::pin(async move {
+                    let client = connect(&config, &identity)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let prepare = |sql: String| {
+                        let client = &client;
+                        async move {
+                            client
+                                .prepare(&sql)
+                                .await
+                                .map_err(|e| format!("preparing {sql}: {}", message(&e)))
+                        }
+                    };
+                    let plain = prepare(plain).await?;
+                    let filtered = prepare(filtered).await?;
+                    Ok(PgSession {
+                        client,
+                        plain,
+                        filtered,
+                        binary,
+                    })
+                })
+            });
+            super::search::open_async(sessions, connect).await
+        })
+    }
+
+    fn drop_index<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.check(spec).await?;
+            self.run(&format!(
+                "DROP TABLE IF EXISTS {}",
+                Names::of(spec).qualified()
+            ))
+            .await
+        })
+    }
+}
+
+/// One connection with its statements prepared.
+pub struct PgSession {
+    client: Client,
+    plain: Statement,
+    filtered: Statement,
+    binary: bool,
+}
+
+impl SearchSession for PgSession {
+    async fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
+        self.client
+            .batch_execute(&format!("SET hnsw.ef_search = {}", work.ef))
+            .await
+            .map_err(|e| message(&e))?;
+        let rows = self
+            .client
+            .simple_query("SHOW hnsw.ef_search")
+            .await
+            .map_err(|e| message(&e))?;
+        Ok(rows
+            .into_iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .unwrap_or_default())
+    }
+
+    async fn search(
+        &mut self,
+        work: &Work,
+        query: usize,
+        out: &mut Vec<u64>,
+    ) -> Result<(), OpError> {
+        let statement = if work.category.is_some() {
+            &self.filtered
+        } else {
+            &self.plain
+        };
+        let rows = search(
+            &self.client,
+            statement,
+            self.binary,
+            work.data.query(query),
+            work.k,
+            work.ef,
+            work.category,
+        )
+        .await
+        .map_err(|e| {
+            if e.is_closed() {
+                OpError::Fatal(message(&e))
+            } else {
+                OpError::Failed(message(&e))
+            }
+        })?;
+        out.clear();
+        out.extend(rows.iter().map(|row| row.get::<_, i64>(0) as u64));
+        Ok(())
+    }
+}

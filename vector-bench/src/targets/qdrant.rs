@@ -1,0 +1,410 @@
+//! Qdrant through `qdrant-client` (gRPC): a collection with the same HNSW m/ef_construct, full
+//! scans disabled so every search walks the graph, an integer payload index on the category,
+//! quantization (int8 scalar, binary) with rescoring on, `hnsw_ef` per request, the filter as a
+//! `must` condition. The build waits until every vector is indexed and the collection is green.
+//!
+//! Written against the client's documented API; no Qdrant server can be installed on the
+//! machine this was developed on, so its test runs only when `QDRANT_URL` is set.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector};
+use qdrant_client::Qdrant;
+use qdrant_client::qdrant::point_id::PointIdOptions;
+use qdrant_client::qdrant::quantization_config::Quantization;
+use qdrant_client::qdrant::vectors_config::Config as VectorsConfigKind;
+use qdrant_client::qdrant::{
+    BinaryQuantizationBuilder, CollectionStatus, Condition, CreateCollectionBuilder,
+    CreateFieldIndexCollectionBuilder, Distance, FieldType, Filter, HnswConfigDiffBuilder,
+    OptimizersConfigDiffBuilder, PointStruct, QuantizationSearchParamsBuilder, QueryPointsBuilder,
+    ScalarQuantizationBuilder, SearchParamsBuilder, UpsertPointsBuilder, VectorParamsBuilder,
+};
+
+use super::search::{SearchSession, Searchers, Work};
+use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use crate::dataset::{Dataset, Metric};
+use crate::workloads::Variant;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a build may wait for Qdrant's optimizer to index every vector.
+const INDEXING_WAIT: Duration = Duration::from_secs(3600);
+const CATEGORY: &str = "category";
+
+pub struct QdrantTarget {
+    identity: Identity,
+    url: String,
+    client: Qdrant,
+}
+
+fn client(url: &str) -> Result<Qdrant, String> {
+    Qdrant::from_url(url)
+        .timeout(TIMEOUT)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+impl QdrantTarget {
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+        // qdrant://HOST:PORT names the gRPC port (6334 by default on a Qdrant server).
+        let url = spec.url.replacen("qdrant://", "http://", 1);
+        let identity = Identity {
+            name: spec.name.clone().unwrap_or_else(|| "qdrant".into()),
+            kind: "qdrant".into(),
+            url_redacted: spec.url_redacted(),
+        };
+        let connect_error = |message: String| TargetError::Connect {
+            system: identity.name.clone(),
+            url: identity.url_redacted.clone(),
+            message,
+        };
+        let client = client(&url).map_err(connect_error)?;
+        client.health_check().await.map_err(|e| {
+            connect_error(format!(
+                "{e} — is the server running, and is this its gRPC port?"
+            ))
+        })?;
+        Ok(Box::new(QdrantTarget {
+            identity,
+            url,
+            client,
+        }))
+    }
+
+    async fn info(
+        &self,
+        name: &str,
+    ) -> Result<Option<qdrant_client::qdrant::CollectionInfo>, TargetError> {
+        let exists = self
+            .client
+            .collection_exists(name)
+            .await
+            .map_err(|e| self.identity.error(e))?;
+        if !exists {
+            return Ok(None);
+        }
+        let info = self
+            .client
+            .collection_info(name)
+            .await
+            .map_err(|e| self.identity.error(e))?;
+        Ok(info.result)
+    }
+
+    /// Waits until every point is indexed and the optimizer is done.
+    async fn wait_indexed(&self, name: &str, rows: usize) -> Result<(), TargetError> {
+        let began = Instant::now();
+        loop {
+            let info = self
+                .info(name)
+                .await?
+                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let indexed = info.indexed_vectors_count.unwrap_or(0) as usize;
+            if info.status == CollectionStatus::Green as i32 && indexed >= rows {
+                return Ok(());
+            }
+            if began.elapsed() > INDEXING_WAIT {
+                return Err(self.identity.error(format!(
+                    "{indexed} of {rows} vectors indexed after {}s",
+                    INDEXING_WAIT.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+fn distance(metric: Metric) -> Distance {
+    match metric {
+        Metric::Cosine => Distance::Cosine,
+        Metric::L2 => Distance::Euclid,
+    }
+}
+
+impl VectorTarget for QdrantTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let health = self
+                .client
+                .health_check()
+                .await
+                .map_err(|e| self.identity.error(e))?;
+            Ok(Description {
+                version: format!("Qdrant {}", health.version),
+                settings: BTreeMap::new(),
+            })
+        })
+    }
+
+    fn offer(&self, variant: Variant) -> Result<String, String> {
+        Ok(match variant {
+            Variant::F32 => "f32 vectors, HNSW".into(),
+            Variant::Int8 => "scalar int8 quantization, rescore on".into(),
+            Variant::Binary => "binary quantization, rescore on".into(),
+        })
+    }
+
+    fn check<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let name = spec.collection();
+            let Some(info) = self.info(&name).await? else {
+                return Ok(());
+            };
+            // Ours: exactly one payload index, on the category (this client build cannot
+            // write collection metadata, so the schema is the mark).
+            let ours = info.payload_schema.len() == 1 && info.payload_schema.contains_key(CATEGORY);
+            if !ours {
+                return Err(TargetError::Foreign {
+                    system: self.identity.name.clone(),
+                    object: format!("collection {name}"),
+                });
+            }
+            let size = info
+                .config
+                .and_then(|c| c.params)
+                .and_then(|p| p.vectors_config)
+                .and_then(|v| v.config)
+                .and_then(|c| match c {
+                    VectorsConfigKind::Params(p) => Some(p.size as usize),
+                    VectorsConfigKind::ParamsMap(_) => None,
+                });
+            self.identity
+                .check_dimensions(format!("collection {name}"), size, spec.dims)
+        })
+    }
+
+    fn build<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        data: &'a Arc<Dataset>,
+        batch: usize,
+        done: &'a AtomicU64,
+    ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
+        Box::pin(async move {
+            self.check(spec).await?;
+            let name = spec.collection();
+            if self.info(&name).await?.is_some() {
+                self.client
+                    .delete_collection(name.as_str())
+                    .await
+                    .map_err(|e| self.identity.error(e))?;
+            }
+            let mut create = CreateCollectionBuilder::new(name.clone())
+                .vectors_config(VectorParamsBuilder::new(
+                    spec.dims as u64,
+                    distance(spec.metric),
+                ))
+                // full_scan_threshold 0: every search uses the graph, as on the other targets.
+                .hnsw_config(
+                    HnswConfigDiffBuilder::default()
+                        .m(spec.m as u64)
+                        .ef_construct(spec.ef_construction as u64)
+                        .full_scan_threshold(0),
+                )
+                // Index every segment whatever its size (1 KB), so small test sets get a graph.
+                .optimizers_config(OptimizersConfigDiffBuilder::default().indexing_threshold(1));
+            create = match spec.variant {
+                Variant::F32 => create,
+                Variant::Int8 => create.quantization_config(Quantization::Scalar(
+                    ScalarQuantizationBuilder::default().always_ram(true).into(),
+                )),
+                Variant::Binary => create.quantization_config(Quantization::Binary(
+                    BinaryQuantizationBuilder::new(true).into(),
+                )),
+            };
+            self.client
+                .create_collection(create)
+                .await
+                .map_err(|e| self.identity.error(e))?;
+            self.client
+                .create_field_index(
+                    CreateFieldIndexCollectionBuilder::new(
+                        name.clone(),
+                        CATEGORY,
+                        FieldType::Integer,
+                    )
+                    .wait(true),
+                )
+                .await
+                .map_err(|e| self.identity.error(e))?;
+            let began = Instant::now();
+            for start in (0..data.rows()).step_by(batch.max(1)) {
+                let end = (start + batch.max(1)).min(data.rows());
+                let points: Vec<PointStruct> = (start..end)
+                    .map(|id| {
+                        PointStruct::new(
+                            id as u64,
+                            data.row(id).to_vec(),
+                            [(CATEGORY, i64::from(data.categories[id]).into())],
+                        )
+                    })
+                    .collect();
+                self.client
+                    .upsert_points(UpsertPointsBuilder::new(name.clone(), points).wait(true))
+                    .await
+                    .map_err(|e| self.identity.error(e))?;
+                done.fetch_add((end - start) as u64, Ordering::Relaxed);
+            }
+            let insert_s = began.elapsed().as_secs_f64();
+            self.wait_indexed(&name, data.rows()).await?;
+            Ok(BuildReport {
+                insert_s,
+                build_s: began.elapsed().as_secs_f64(),
+                method: "upsert (wait = true) in batches, then until every vector is indexed and the collection is green".into(),
+                index_bytes: None,
+            })
+        })
+    }
+
+    fn verify<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let name = spec.collection();
+            let info = self
+                .info(&name)
+                .await?
+                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let mut out = BTreeMap::new();
+            let config = info.config.clone().unwrap_or_default();
+            if let Some(hnsw) = &config.hnsw_config {
+                out.insert("m".into(), hnsw.m.map_or("?".into(), |v| v.to_string()));
+                out.insert(
+                    "ef_construction".into(),
+                    hnsw.ef_construct.map_or("?".into(), |v| v.to_string()),
+                );
+                out.insert(
+                    "full_scan_threshold".into(),
+                    hnsw.full_scan_threshold
+                        .map_or("?".into(), |v| v.to_string()),
+                );
+            }
+            out.insert(
+                "quantization".into(),
+                match config.quantization_config.and_then(|q| q.quantization) {
+                    None => "none".into(),
+                    Some(Quantization::Scalar(s)) => format!("scalar (type {})", s.r#type),
+                    Some(Quantization::Binary(_)) => "binary".into(),
+                    Some(other) => format!("{other:?}"),
+                },
+            );
+            out.insert("rows".into(), info.points_count.unwrap_or(0).to_string());
+            out.insert(
+                "indexed_vectors".into(),
+                info.indexed_vectors_count.unwrap_or(0).to_string(),
+            );
+            out.insert(
+                "payload_index".into(),
+                info.payload_schema
+                    .get(CATEGORY)
+                    .map_or("missing".into(), |s| {
+                        format!("category (data type {})", s.data_type)
+                    }),
+            );
+            Ok(out)
+        })
+    }
+
+    fn searchers<'a>(
+        &'a mut self,
+        spec: &'a IndexSpec,
+        sessions: usize,
+    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        Box::pin(async move {
+            let url = self.url.clone();
+            let name = spec.collection();
+            let quantized = spec.variant != Variant::F32;
+            let connect: Connector<QdrantSession> = Arc::new(move || {
+                let (url, name) = (url.clone(), name.clone());
+                Box::pin(async move {
+                    let client = client(&url)?;
+                    client.health_check().await.map_err(|e| e.to_string())?;
+                    Ok(QdrantSession {
+                        client,
+                        name,
+                        quantized,
+                        ef: 64,
+                    })
+                })
+            });
+            super::search::open_async(sessions, connect).await
+        })
+    }
+
+    fn drop_index<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.check(spec).await?;
+            self.client
+                .delete_collection(spec.collection())
+                .await
+                .map_err(|e| self.identity.error(e))?;
+            Ok(())
+        })
+    }
+}
+
+/// One gRPC channel; ef travels with every request.
+pub struct QdrantSession {
+    client: Qdrant,
+    name: String,
+    quantized: bool,
+    ef: usize,
+}
+
+impl SearchSession for QdrantSession {
+    async fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
+        // Qdrant takes ef per request (`hnsw_ef`): there is no server state to change or read.
+        self.ef = work.ef;
+        Ok(work.ef.to_string())
+    }
+
+    async fn search(
+        &mut self,
+        work: &Work,
+        query: usize,
+        out: &mut Vec<u64>,
+    ) -> Result<(), OpError> {
+        let mut params = SearchParamsBuilder::default().hnsw_ef(self.ef as u64);
+        if self.quantized {
+            params = params.quantization(QuantizationSearchParamsBuilder::default().rescore(true));
+        }
+        let mut request = QueryPointsBuilder::new(self.name.clone())
+            .query(work.data.query(query).to_vec())
+            .limit(work.k as u64)
+            .params(params);
+        if let Some(category) = work.category {
+            request = request.filter(Filter::must([Condition::matches(
+                CATEGORY,
+                i64::from(category),
+            )]));
+        }
+        let response = self
+            .client
+            .query(request)
+            .await
+            .map_err(|e| OpError::Failed(e.to_string()))?;
+        out.clear();
+        for point in response.result {
+            let id = match point.id.and_then(|id| id.point_id_options) {
+                Some(PointIdOptions::Num(n)) => n,
+                _ => u64::MAX,
+            };
+            out.push(id);
+        }
+        Ok(())
+    }
+}

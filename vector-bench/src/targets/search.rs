@@ -1,0 +1,295 @@
+//! The measured searches, shared by every target: a session searches one query; a pass runs
+//! every query once on one session (latency at concurrency 1, answers kept for recall); a window
+//! runs N sessions flat out for a duration (QPS). Targets only provide the session.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::driver::{BlockingOperation, OpError, Operation};
+use common::pool::{BoxFuture, Connector, Pool};
+use common::recorder::Recorder;
+use common::window::{WindowOutcome, WindowPlan};
+
+use super::TargetError;
+use crate::dataset::Dataset;
+
+/// One sweep point: what every search of it asks.
+#[derive(Debug)]
+pub struct Work {
+    pub data: Arc<Dataset>,
+    pub k: usize,
+    pub ef: usize,
+    /// Only rows of this category qualify.
+    pub category: Option<u8>,
+}
+
+impl Work {
+    pub fn query_count(&self) -> usize {
+        self.data.query_count()
+    }
+}
+
+/// One pass over every query on one session.
+#[derive(Debug)]
+pub struct Pass {
+    /// Latency of each search, from just before the call to just after it.
+    pub recorder: Recorder,
+    /// The ids each query returned, best first (empty for a failed search).
+    pub answers: Vec<Vec<u64>>,
+    /// Time inside the search calls, summed.
+    pub call_ns: u64,
+    /// Time of the whole pass, harness included.
+    pub wall_ns: u64,
+}
+
+/// A system's open search sessions.
+pub trait Searchers: Send {
+    /// Makes every session ready for `work` (its ef, its filter, encoded queries) and returns
+    /// the search breadth as the system reports it after the change.
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>>;
+
+    /// Every query once, one after the other, on the first session.
+    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>>;
+
+    /// A QPS window on the first `n` sessions.
+    fn window<'a>(
+        &'a mut self,
+        n: usize,
+        work: &'a Arc<Work>,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
+}
+
+/// One connection of an async client.
+pub trait SearchSession: Send + 'static {
+    /// See [`Searchers::prepare`]; runs before any clock starts.
+    fn prepare(&mut self, work: &Arc<Work>) -> impl Future<Output = Result<String, String>> + Send;
+    /// Searches query `query` of `work`, writing the returned ids (best first) into `out`.
+    fn search(
+        &mut self,
+        work: &Work,
+        query: usize,
+        out: &mut Vec<u64>,
+    ) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// The same for an in-process index or a synchronous client, driven from its own thread.
+pub trait BlockingSearchSession: Send + 'static {
+    fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String>;
+    fn search(&mut self, work: &Work, query: usize, out: &mut Vec<u64>) -> Result<(), OpError>;
+}
+
+/// A window's operation: the session cycling through the queries, each worker starting at its
+/// own offset so workers do not ask the same query at the same moment.
+struct SearchOp<S> {
+    session: S,
+    work: Arc<Work>,
+    next: usize,
+    out: Vec<u64>,
+}
+
+impl<S> SearchOp<S> {
+    fn new(worker: usize, workers: usize, session: S, work: &Arc<Work>) -> SearchOp<S> {
+        let queries = work.query_count().max(1);
+        SearchOp {
+            session,
+            work: work.clone(),
+            next: worker * queries / workers.max(1),
+            out: Vec::with_capacity(work.k),
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self) -> usize {
+        let query = self.next;
+        self.next = (query + 1) % self.work.query_count();
+        query
+    }
+}
+
+impl<S: SearchSession> Operation for SearchOp<S> {
+    async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+        let query = self.advance();
+        self.session.search(&self.work, query, &mut self.out).await
+    }
+}
+
+impl<S: BlockingSearchSession> BlockingOperation for SearchOp<S> {
+    fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+        let query = self.advance();
+        self.session.search(&self.work, query, &mut self.out)
+    }
+}
+
+/// Folds one search into a pass; returns false when the session is gone.
+fn record(pass: &mut Pass, started: Instant, result: Result<(), OpError>, out: &[u64]) -> bool {
+    let took = started.elapsed();
+    pass.call_ns += took.as_nanos() as u64;
+    match result {
+        Ok(()) => {
+            pass.recorder.record_ok(took, took);
+            pass.answers.push(out.to_vec());
+            true
+        }
+        Err(OpError::Failed(message)) => {
+            pass.recorder.record_error(&message);
+            pass.answers.push(Vec::new());
+            true
+        }
+        Err(OpError::Fatal(message)) => {
+            pass.recorder.record_error(&message);
+            pass.recorder.fatal = Some(message);
+            false
+        }
+    }
+}
+
+fn new_pass(work: &Work) -> Pass {
+    Pass {
+        recorder: Recorder::new(false),
+        answers: Vec::with_capacity(work.query_count()),
+        call_ns: 0,
+        wall_ns: 0,
+    }
+}
+
+fn first<S>(pool: &mut Pool<S>) -> Result<&mut S, String>
+where
+    S: Send + 'static,
+{
+    pool.sessions_mut()
+        .next()
+        .ok_or_else(|| "no open session: the previous window lost them all".to_owned())
+}
+
+/// Opens `sessions` async sessions, before any clock starts.
+pub async fn open_async<S: SearchSession>(
+    sessions: usize,
+    connect: Connector<S>,
+) -> Result<Box<dyn Searchers>, TargetError> {
+    let pool = Pool::open(sessions, connect)
+        .await
+        .map_err(TargetError::Other)?;
+    Ok(Box::new(AsyncSearchers { pool }))
+}
+
+/// Opens `sessions` blocking sessions, before any clock starts.
+pub async fn open_blocking<S: BlockingSearchSession>(
+    sessions: usize,
+    connect: Connector<S>,
+) -> Result<Box<dyn Searchers>, TargetError> {
+    let pool = Pool::open(sessions, connect)
+        .await
+        .map_err(TargetError::Other)?;
+    Ok(Box::new(BlockingSearchers { pool }))
+}
+
+/// [`Searchers`] over async sessions.
+pub struct AsyncSearchers<S> {
+    pub pool: Pool<S>,
+}
+
+impl<S: SearchSession> Searchers for AsyncSearchers<S> {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let mut reported = String::new();
+            for session in self.pool.sessions_mut() {
+                reported = session.prepare(work).await?;
+            }
+            Ok(reported)
+        })
+    }
+
+    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
+        Box::pin(async move {
+            let session = first(&mut self.pool)?;
+            let mut pass = new_pass(work);
+            let mut out = Vec::with_capacity(work.k);
+            let began = Instant::now();
+            for query in 0..work.query_count() {
+                let started = Instant::now();
+                let result = session.search(work, query, &mut out).await;
+                if !record(&mut pass, started, result, &out) {
+                    break;
+                }
+            }
+            pass.wall_ns = began.elapsed().as_nanos() as u64;
+            Ok(pass)
+        })
+    }
+
+    fn window<'a>(
+        &'a mut self,
+        n: usize,
+        work: &'a Arc<Work>,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        Box::pin(async move {
+            self.pool
+                .run_async(
+                    n,
+                    plan,
+                    |i, s| SearchOp::new(i, n, s, work),
+                    |op: SearchOp<S>| op.session,
+                )
+                .await
+        })
+    }
+}
+
+/// [`Searchers`] over blocking sessions (one OS thread per worker).
+pub struct BlockingSearchers<S> {
+    pub pool: Pool<S>,
+}
+
+impl<S: BlockingSearchSession> Searchers for BlockingSearchers<S> {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let mut reported = String::new();
+            for session in self.pool.sessions_mut() {
+                reported = session.prepare(work)?;
+            }
+            Ok(reported)
+        })
+    }
+
+    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
+        Box::pin(async move {
+            let session = first(&mut self.pool)?;
+            // A pass is CPU-bound for an in-process index: keep it off the runtime's workers.
+            Ok(tokio::task::block_in_place(|| {
+                let mut pass = new_pass(work);
+                let mut out = Vec::with_capacity(work.k);
+                let began = Instant::now();
+                for query in 0..work.query_count() {
+                    let started = Instant::now();
+                    let result = session.search(work, query, &mut out);
+                    if !record(&mut pass, started, result, &out) {
+                        break;
+                    }
+                }
+                pass.wall_ns = began.elapsed().as_nanos() as u64;
+                pass
+            }))
+        })
+    }
+
+    fn window<'a>(
+        &'a mut self,
+        n: usize,
+        work: &'a Arc<Work>,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        Box::pin(async move {
+            self.pool
+                .run_blocking(
+                    n,
+                    plan,
+                    |i, s| SearchOp::new(i, n, s, work),
+                    |op: SearchOp<S>| op.session,
+                )
+                .await
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! The sweep's axes: index variants (full precision, scalar, binary) and query families
+//! (unfiltered, filtered to 10% or 1% of the rows). A workload never names a concrete system.
+
+pub mod groundtruth;
+pub mod plan;
+pub mod point;
+pub mod sweep;
+
+use serde::Serialize;
+
+use crate::dataset::{CATEGORY_1PCT, CATEGORY_10PCT};
+
+/// How the index stores vectors.
+#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// Full-precision f32 vectors.
+    F32,
+    /// Scalar quantization to 8-bit integers (rescored with full vectors where offered).
+    Int8,
+    /// Binary quantization, one bit per dimension (rescored with full vectors where offered).
+    Binary,
+}
+
+impl Variant {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::F32 => "f32",
+            Variant::Int8 => "int8",
+            Variant::Binary => "binary",
+        }
+    }
+}
+
+/// Which rows a query may return.
+#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FilterMode {
+    /// Every row.
+    #[value(name = "none")]
+    #[serde(rename = "none")]
+    None,
+    /// Rows of the category holding 10% of the rows.
+    #[value(name = "10pct")]
+    #[serde(rename = "10pct")]
+    TenPercent,
+    /// Rows of the category holding 1% of the rows.
+    #[value(name = "1pct")]
+    #[serde(rename = "1pct")]
+    OnePercent,
+}
+
+impl FilterMode {
+    pub fn category(self) -> Option<u8> {
+        match self {
+            FilterMode::None => None,
+            FilterMode::TenPercent => Some(CATEGORY_10PCT),
+            FilterMode::OnePercent => Some(CATEGORY_1PCT),
+        }
+    }
+
+    /// As a workload name shows it: `` (none), `filter 10%`, `filter 1%`.
+    pub fn label(self) -> &'static str {
+        match self {
+            FilterMode::None => "unfiltered",
+            FilterMode::TenPercent => "filter 10%",
+            FilterMode::OnePercent => "filter 1%",
+        }
+    }
+}
+
+/// One curve of the sweep: a variant and a query family, measured at every ef.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Family {
+    pub variant: Variant,
+    pub filter: FilterMode,
+}
+
+impl Family {
+    /// `f32 · unfiltered`.
+    pub fn label(&self) -> String {
+        format!("{} · {}", self.variant.as_str(), self.filter.label())
+    }
+
+    /// The cell workload name of one ef point: `f32 · filter 10% · ef 64`.
+    pub fn workload(&self, ef: u64) -> String {
+        format!("{} · ef {ef}", self.label())
+    }
+}

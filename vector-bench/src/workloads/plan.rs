@@ -1,0 +1,174 @@
+//! The run's plan, checked before any data is loaded or any system touched: every bad option is
+//! one clear line.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use common::options::TargetSpec;
+
+use super::{Family, FilterMode, Variant};
+use crate::Opts;
+use crate::dataset::{DataPlan, Dataset};
+use crate::targets::DEFAULT_TARGET;
+
+/// The most rows × dimensions a run will hold in memory (4 bytes each): 8 GiB.
+const MAX_VALUES: u64 = 2 << 30;
+/// The widest search breadth a point may ask for.
+const MAX_EF: u64 = 1 << 16;
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub data: DataPlan,
+    pub targets: Vec<TargetSpec>,
+    pub k: usize,
+    pub efs: Vec<u64>,
+    pub variants: Vec<Variant>,
+    pub filters: Vec<FilterMode>,
+    pub m: usize,
+    pub ef_construction: usize,
+    pub batch: usize,
+    pub namespace: String,
+    pub server_pids: Vec<(String, u32)>,
+    pub cache_dir: PathBuf,
+}
+
+impl Plan {
+    /// Every curve: each variant with each query family.
+    pub fn families(&self) -> Vec<Family> {
+        self.variants
+            .iter()
+            .flat_map(|v| {
+                self.filters.iter().map(|f| Family {
+                    variant: *v,
+                    filter: *f,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Checks the options and turns them into a plan.
+pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
+    opts.common.validate().map_err(anyhow::Error::msg)?;
+    let k = opts.k;
+    if opts.data == "generated" {
+        if k > opts.rows {
+            bail!("--k {k} is larger than the dataset ({} rows)", opts.rows);
+        }
+        if opts.rows.saturating_mul(opts.dims) > MAX_VALUES {
+            bail!(
+                "--rows {} × --dims {} is more than {MAX_VALUES} values (8 GiB); use fewer rows or dimensions",
+                opts.rows,
+                opts.dims
+            );
+        }
+    }
+    let mut efs = opts.ef.clone();
+    efs.sort_unstable();
+    efs.dedup();
+    if let Some(ef) = efs.iter().find(|ef| **ef < k) {
+        bail!(
+            "--ef {ef} is below --k {k}: a search that keeps {ef} candidates cannot return {k} neighbours; use ef ≥ k"
+        );
+    }
+    if let Some(ef) = efs.iter().find(|ef| **ef > MAX_EF) {
+        bail!("--ef {ef} is larger than {MAX_EF}");
+    }
+    if opts.m < 2 || opts.m > 256 {
+        bail!("--m {} is outside 2..=256", opts.m);
+    }
+    if opts.ef_construction < opts.m {
+        bail!(
+            "--ef-construction {} is below --m {}; HNSW needs at least m candidates to link",
+            opts.ef_construction,
+            opts.m
+        );
+    }
+    check_namespace(&opts.namespace)?;
+    if opts.query_file.is_some() && opts.data == "generated" {
+        bail!("--query-file needs a TEXMEX base file in --data");
+    }
+    let server_pids = opts
+        .server_pids
+        .iter()
+        .map(|s| crate::memory::parse_server_pid(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let mut targets = opts.common.targets.clone();
+    if targets.is_empty() {
+        targets.push(TargetSpec::parse(DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
+    }
+    Ok(Plan {
+        data: DataPlan {
+            data: opts.data.clone(),
+            query_file: opts.query_file.clone(),
+            truth_file: opts.truth_file.clone(),
+            rows: opts.rows as usize,
+            dims: opts.dims as usize,
+            clusters: opts.clusters as usize,
+            queries: opts.queries as usize,
+            metric: opts.metric,
+            seed: opts.common.seed,
+        },
+        targets,
+        k: k as usize,
+        efs,
+        variants: dedup(&opts.variants),
+        filters: dedup(&opts.filters),
+        m: opts.m as usize,
+        ef_construction: opts.ef_construction as usize,
+        batch: opts.batch as usize,
+        namespace: opts.namespace.clone(),
+        server_pids,
+        cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
+    })
+}
+
+/// What only the loaded data can tell.
+pub fn check_data(plan: &Plan, data: &Dataset) -> anyhow::Result<()> {
+    if plan.k > data.rows() {
+        bail!(
+            "--k {} is larger than the dataset ({}: {} rows)",
+            plan.k,
+            data.description,
+            data.rows()
+        );
+    }
+    if data.query_count() == 0 {
+        bail!("{} has no queries", data.description);
+    }
+    Ok(())
+}
+
+/// A name every engine accepts as (part of) a collection or table name.
+fn check_namespace(namespace: &str) -> anyhow::Result<()> {
+    let valid = (3..=40).contains(&namespace.len())
+        && namespace.starts_with(|c: char| c.is_ascii_lowercase())
+        && namespace
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        bail!(
+            "--namespace `{namespace}` must be 3 to 40 characters: lowercase letters, digits and _, starting with a letter"
+        );
+    }
+    Ok(())
+}
+
+fn dedup<T: PartialEq + Copy>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(item) {
+            out.push(*item);
+        }
+    }
+    out
+}
+
+fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("fairbench").join("vector-bench")
+}

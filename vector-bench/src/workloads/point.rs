@@ -1,0 +1,183 @@
+//! One ef point of one curve on one system, as a cell: per round, a pass over every query at
+//! concurrency 1 (latency, and the answers scored against ground truth) and a QPS window at
+//! --connections; warm-up rounds discarded, rounds pooled.
+
+use std::time::Duration;
+
+use common::protocol::{CellBuilder, Round};
+use common::recorder::{encode_histogram, percentiles};
+use common::results::{Cell, Status};
+use hdrhistogram::Histogram;
+use serde_json::json;
+
+use crate::dataset::Dataset;
+use crate::recall::{self, Score};
+use crate::targets::Pass;
+use crate::truth::Truth;
+
+use super::Family;
+
+/// Accumulates the rounds of one point into its cell.
+#[derive(Debug)]
+pub struct PointBuilder {
+    cell: CellBuilder,
+    family: Family,
+    ef: u64,
+    k: usize,
+    /// Latency at concurrency 1, pooled over measured passes.
+    c1: Option<Histogram<u64>>,
+    score: Score,
+    recall_rounds: Vec<f64>,
+    harness_ns_per_query: Vec<f64>,
+    ef_reported: Option<String>,
+}
+
+impl PointBuilder {
+    pub fn new(
+        family: Family,
+        ef: u64,
+        system: &str,
+        k: usize,
+        connections: u32,
+        rounds: u32,
+        ceiling: Duration,
+    ) -> PointBuilder {
+        let cell = Cell::new(
+            &family.workload(ef),
+            system,
+            "queries/s",
+            connections,
+            rounds,
+        );
+        PointBuilder {
+            cell: CellBuilder::new(cell, ceiling),
+            family,
+            ef,
+            k,
+            c1: None,
+            score: Score::default(),
+            recall_rounds: Vec::new(),
+            harness_ns_per_query: Vec::new(),
+            ef_reported: None,
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.cell.is_live()
+    }
+
+    pub fn mark(&mut self, status: Status, reason: impl Into<String>) {
+        self.cell.mark(status, reason);
+    }
+
+    /// Records the search breadth the system reports after it was set; a system that does not
+    /// run at the asked-for ef is not measuring this point.
+    pub fn ef_reported(&mut self, reported: String) {
+        if reported != self.ef.to_string() {
+            self.cell.mark(
+                Status::Invalid,
+                format!("asked for ef {}, the system reports {reported}", self.ef),
+            );
+        }
+        self.ef_reported = Some(reported);
+    }
+
+    /// Folds in one pass: its failures always, its latency and score only when measured.
+    pub fn add_pass(&mut self, round: Round, pass: &Pass, data: &Dataset, truth: &Truth) {
+        let rec = &pass.recorder;
+        let label = round_label(round);
+        if let Some(fatal) = &rec.fatal {
+            self.cell
+                .mark(Status::Error, format!("{label}: latency pass: {fatal}"));
+        } else if rec.counts.error > 0 {
+            self.cell.mark(
+                Status::Error,
+                format!(
+                    "{label}: {} of {} searches failed; first: {}",
+                    rec.counts.error,
+                    data.query_count(),
+                    rec.first_error.as_deref().unwrap_or("unknown error")
+                ),
+            );
+        }
+        let mut score = Score::default();
+        for (q, answer) in pass.answers.iter().enumerate() {
+            score.add(&recall::score(
+                data,
+                truth,
+                q,
+                self.family.filter.category(),
+                answer,
+            ));
+        }
+        if let Some(defect) = score.defect() {
+            self.cell
+                .mark(Status::Invalid, format!("{label}: wrong answers: {defect}"));
+        }
+        if round.is_warmup() {
+            return;
+        }
+        match &mut self.c1 {
+            Some(h) => h
+                .add(&rec.latency)
+                .expect("histograms of equal precision merge"),
+            None => self.c1 = Some(rec.latency.clone()),
+        }
+        if let Some(r) = score.recall() {
+            self.recall_rounds.push(r);
+        }
+        self.score.add(&score);
+        let queries = pass.answers.len().max(1) as f64;
+        self.harness_ns_per_query
+            .push(pass.wall_ns.saturating_sub(pass.call_ns) as f64 / queries);
+    }
+
+    /// Folds in one QPS window.
+    pub fn add_window(&mut self, round: Round, outcome: &common::window::WindowOutcome) {
+        self.cell.add(round, outcome);
+    }
+
+    /// The cell as it stands: throughput is QPS at --connections; `latency_ns` is at
+    /// concurrency 1 (the window's own latency moves to `extra.latency_at_connections_ns`).
+    pub fn to_cell(&self) -> Cell {
+        let mut cell = self.cell.to_cell();
+        let at_connections = cell.latency_ns.take();
+        let window_histogram = cell.histogram_b64.take();
+        cell.latency_ns = self.c1.as_ref().and_then(percentiles);
+        cell.histogram_b64 = self.c1.as_ref().map(encode_histogram);
+        let extra = &mut cell.extra;
+        extra.insert("variant".into(), json!(self.family.variant));
+        extra.insert("filter".into(), json!(self.family.filter));
+        extra.insert("family".into(), json!(self.family.label()));
+        extra.insert("ef".into(), json!(self.ef));
+        extra.insert("k".into(), json!(self.k));
+        extra.insert("recall".into(), json!(self.score.recall()));
+        extra.insert("recall_rounds".into(), json!(self.recall_rounds));
+        extra.insert("score".into(), json!(self.score));
+        extra.insert("latency_concurrency".into(), json!(1));
+        extra.insert("latency_at_connections_ns".into(), json!(at_connections));
+        extra.insert(
+            "latency_at_connections_histogram_b64".into(),
+            json!(window_histogram),
+        );
+        extra.insert(
+            "harness_ns_per_query".into(),
+            json!(median(&self.harness_ns_per_query)),
+        );
+        extra.insert("ef_reported".into(), json!(self.ef_reported));
+        cell
+    }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (!sorted.is_empty()).then(|| sorted[sorted.len() / 2])
+}
+
+pub fn round_label(round: Round) -> String {
+    match round.measured {
+        Some(n) => format!("round {n}"),
+        None => format!("warm-up {}", round.index + 1),
+    }
+}

@@ -1,0 +1,267 @@
+//! `vector-bench` end to end on the embedded usearch index, in-process: the sweep, its results
+//! folder, the ground-truth cache, the file loaders, and bad input refused in one line with
+//! nothing left behind.
+
+mod support;
+
+use common::results::Status;
+use support::*;
+
+#[test]
+fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let summary = run(&args(&out, &cache, &[])).unwrap();
+    let report = &summary.report;
+    assert_eq!(report.systems.len(), 1);
+    assert_eq!(report.systems[0].name, "usearch");
+    assert!(report.systems[0].version.starts_with("usearch 2."));
+    // 3 variants × 3 filters × 3 ef points.
+    assert_eq!(report.cells.len(), 27, "{:#?}", report.cells);
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        let r = recall(cell);
+        assert!((0.0..=1.0).contains(&r), "{r}");
+        let score = &cell.extra["score"];
+        assert_eq!(score["filter_violations"], 0, "{cell:?}");
+        assert_eq!(score["unknown_ids"], 0);
+        assert_eq!(score["queries"], 120, "60 queries × 2 measured rounds");
+        assert_eq!(cell.throughput.as_ref().unwrap().rounds.len(), 2);
+        let latency = cell.latency_ns.unwrap();
+        assert!(latency.p99 >= latency.p50 && latency.p50 > 0);
+        assert_eq!(cell.extra["ef_reported"], cell.extra["ef"].to_string());
+        assert!(cell.extra["harness_ns_per_query"].as_f64().unwrap() >= 0.0);
+    }
+    // Full precision at the widest ef finds nearly every true neighbour of this small set.
+    let best = cell(report, "f32 · unfiltered · ef 64", "usearch");
+    assert!(recall(best) > 0.9, "{}", recall(best));
+    let verified = &report.systems[0].verified;
+    assert_eq!(verified["f32.m"], "16");
+    assert_eq!(verified["f32.ef_construction"], "200");
+    assert_eq!(verified["f32.rows"], "3000");
+    assert_eq!(verified["int8.scalar"], "I8");
+
+    let json = read_json(&out);
+    assert_eq!(json["tool"], "vector-bench");
+    assert_eq!(json["options"]["k"], 10);
+    assert_eq!(json["extra"]["builds"].as_array().unwrap().len(), 3);
+    assert!(
+        json["extra"]["builds"][0]["build"]["build_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let truths = json["extra"]["ground_truth"].as_array().unwrap();
+    assert_eq!(truths.len(), 3);
+    assert_eq!(truths[0]["source"], "computed");
+    assert_eq!(truths[2]["rows"], 30, "the 1% category of 3,000 rows");
+    let curves = json["extra"]["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 9);
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("At matched recall"), "{markdown}");
+    assert!(markdown.contains("| 64 |"), "{markdown}");
+    let svg = std::fs::read_to_string(out.join("recall-qps-f32-unfiltered.svg")).unwrap();
+    assert!(svg.contains("<polyline") && svg.contains(">usearch</text>"));
+
+    // The second run reads the ground truth from the cache.
+    let again = dir.path().join("again");
+    let summary = run(&args(
+        &again,
+        &cache,
+        &["--variants", "f32", "--filters", "none"],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit_code, 0);
+    assert_eq!(
+        read_json(&again)["extra"]["ground_truth"][0]["source"],
+        "cache"
+    );
+}
+
+#[test]
+fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let hdf5 = dir.path().join("angular.hdf5");
+    std::fs::copy(data_dir().join("angular-600x12.hdf5"), &hdf5).unwrap();
+    let out = dir.path().join("h5");
+    let summary = run(&args(
+        &out,
+        &cache,
+        &[
+            "--data",
+            hdf5.to_str().unwrap(),
+            "--variants",
+            "f32",
+            "--filters",
+            "none,10pct",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    let json = read_json(&out);
+    assert_eq!(json["extra"]["ground_truth"][0]["source"], "file");
+    assert_eq!(json["extra"]["ground_truth"][0]["queries"], 20);
+    assert_eq!(json["extra"]["ground_truth"][1]["source"], "computed");
+    assert!(
+        json["data"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("600 × 12")
+    );
+    assert!(json["section"].as_str().unwrap().contains("cosine"));
+
+    // --truth-only computes the exact truth and checks the file's lists against it.
+    let truth = dir.path().join("truth");
+    run(&args(
+        &truth,
+        &cache,
+        &[
+            "--data",
+            hdf5.to_str().unwrap(),
+            "--truth-only",
+            "--filters",
+            "none",
+        ],
+    ))
+    .unwrap();
+    let agreement = read_json(&truth)["extra"]["ground_truth"][0]["file_agreement"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(agreement, 1.0);
+
+    let base = dir.path().join("base.fvecs");
+    let queries = dir.path().join("queries.fvecs");
+    write_fvecs(&base, 2_000, 8, |r, d| {
+        ((r * 7 + d * 13) % 17) as f32 - 8.0 + d as f32 * 0.01
+    });
+    write_fvecs(&queries, 25, 8, |r, d| ((r * 5 + d * 3) % 11) as f32 - 5.0);
+    let out = dir.path().join("texmex");
+    let summary = run(&args(
+        &out,
+        &cache,
+        &[
+            "--data",
+            base.to_str().unwrap(),
+            "--query-file",
+            queries.to_str().unwrap(),
+            "--metric",
+            "l2",
+            "--variants",
+            "f32",
+            "--filters",
+            "none",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    let cell = cell(&summary.report, "f32 · unfiltered · ef 64", "usearch");
+    assert!(recall(cell) > 0.5, "{}", recall(cell));
+    // Generated-file ground truth is cached beside the file.
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("base.fvecs.truth-")
+        })
+        .collect();
+    assert_eq!(beside.len(), 1);
+}
+
+fn write_fvecs(
+    path: &std::path::Path,
+    rows: usize,
+    dims: usize,
+    value: impl Fn(usize, usize) -> f32,
+) {
+    let mut bytes = Vec::new();
+    for r in 0..rows {
+        bytes.extend_from_slice(&(dims as i32).to_le_bytes());
+        for d in 0..dims {
+            bytes.extend_from_slice(&value(r, d).to_le_bytes());
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Runs with `extra` and expects one clear error line containing `needle`, and no results folder.
+fn refused(extra: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let error = match run(&args(&out, &cache, extra)) {
+        Ok(_) => panic!("{extra:?} was accepted"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(error.contains(needle), "{extra:?}: {error}");
+    assert!(!error.contains('\n'), "one line: {error}");
+    assert!(!out.exists(), "{extra:?} left a results folder behind");
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_leaves_nothing_behind() {
+    refused(
+        &["--k", "5000"],
+        "--k 5000 is larger than the dataset (3000 rows)",
+    );
+    refused(&["--ef", "8,32"], "--ef 8 is below --k 10");
+    refused(
+        &["--target", "chroma://127.0.0.1:1"],
+        "cannot connect to chroma at chroma://127.0.0.1:1",
+    );
+    refused(
+        &["--target", "pg=postgres://u:p@127.0.0.1:1/db"],
+        "cannot connect to pg",
+    );
+    refused(
+        &["--target", "redis://127.0.0.1:1"],
+        "unknown scheme `redis`",
+    );
+    refused(&["--namespace", "Bad-Name"], "--namespace `Bad-Name`");
+    refused(&["--server-pid", "x=999999999"], "no process 999999999");
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("words.fvecs");
+    std::fs::write(&text, "this is a text file, not vectors\n").unwrap();
+    let queries = dir.path().join("q.fvecs");
+    write_fvecs(&queries, 3, 4, |_, _| 1.0);
+    refused(
+        &[
+            "--data",
+            text.to_str().unwrap(),
+            "--query-file",
+            queries.to_str().unwrap(),
+        ],
+        "words.fvecs: malformed at byte 0",
+    );
+    let csv = dir.path().join("vectors.csv");
+    std::fs::write(&csv, "1,2,3\n").unwrap();
+    refused(
+        &["--data", csv.to_str().unwrap()],
+        "not a dataset vector-bench reads",
+    );
+    refused(
+        &[
+            "--data",
+            "/nonexistent/base.fvecs",
+            "--query-file",
+            queries.to_str().unwrap(),
+        ],
+        "cannot read /nonexistent/base.fvecs",
+    );
+
+    let bytes = std::fs::read(data_dir().join("angular-600x12.hdf5")).unwrap();
+    let cut = dir.path().join("cut.hdf5");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    refused(
+        &["--data", cut.to_str().unwrap()],
+        "cut.hdf5: malformed at byte",
+    );
+    let fake = dir.path().join("fake.hdf5");
+    std::fs::write(&fake, b"PK\x03\x04 a zip file, not HDF5").unwrap();
+    refused(
+        &["--data", fake.to_str().unwrap()],
+        "fake.hdf5: not a readable HDF5 file",
+    );
+}

@@ -1,0 +1,225 @@
+//! `vector-bench` against the real servers the test command starts on loopback (PostgreSQL with
+//! pgvector, Chroma), compared in one run with the embedded usearch index; and Qdrant when
+//! `QDRANT_URL` names one (none can be installed where these tests were written).
+
+mod support;
+
+use common::results::Status;
+use support::*;
+
+fn pgvector_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_PGVECTOR_URL")
+}
+
+fn chroma_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_CHROMA_URL")
+}
+
+const SMALL: &[&str] = &[
+    "--rows",
+    "2000",
+    "--dims",
+    "24",
+    "--queries",
+    "40",
+    "--ef",
+    "16,48",
+    "--connections",
+    "2",
+];
+
+fn with_small<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all: Vec<&str> = SMALL.to_vec();
+    all.extend_from_slice(extra);
+    all
+}
+
+#[test]
+fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
+    let (Some(pg), Some(chroma)) = (pgvector_url(), chroma_url()) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let pg_target = format!("pgvector={pg}");
+    let chroma_target = format!("chroma={chroma}");
+    let mut pid_args = Vec::new();
+    let pg_pid = std::env::var("FAIRBENCH_TEST_PGVECTOR_PID")
+        .ok()
+        .map(|p| format!("pgvector={p}"));
+    if let Some(pid) = &pg_pid {
+        pid_args.extend(["--server-pid", pid.as_str()]);
+    }
+    let mut extra = with_small(&[
+        "--target",
+        "usearch",
+        "--target",
+        &pg_target,
+        "--target",
+        &chroma_target,
+        "--variants",
+        "f32,binary",
+        "--filters",
+        "none,1pct",
+    ]);
+    extra.extend(pid_args);
+    let summary = run(&args(&out, &cache, &extra)).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 1, "chroma's binary cells are refused");
+    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["usearch", "pgvector", "chroma"]);
+    let pg = &report.systems[1];
+    assert!(
+        pg.version.contains("PostgreSQL 18") && pg.version.contains("pgvector 0.8"),
+        "{}",
+        pg.version
+    );
+    assert_eq!(pg.verified["f32.m"], "16");
+    assert_eq!(pg.verified["f32.ef_construction"], "200");
+    assert_eq!(pg.verified["f32.rows"], "2000");
+    assert!(
+        pg.verified["f32.payload_index"].contains("(category)"),
+        "{:?}",
+        pg.verified
+    );
+    assert!(
+        pg.verified["f32.plan"].contains("Index Scan"),
+        "{:?}",
+        pg.verified
+    );
+    let ch = &report.systems[2];
+    assert_eq!(ch.verified["f32.m"], "16");
+    assert_eq!(ch.verified["f32.ef_construction"], "200");
+    assert_eq!(ch.verified["f32.rows"], "2000");
+    assert_eq!(ch.verified["f32.space"], "cosine");
+    for system in ["usearch", "pgvector", "chroma"] {
+        for workload in ["f32 · unfiltered · ef 48", "f32 · filter 1% · ef 48"] {
+            let c = cell(report, workload, system);
+            assert_eq!(c.status, Status::Ok, "{c:?}");
+            assert_eq!(c.extra["ef_reported"], "48", "{system}: ef read back");
+            assert_eq!(c.extra["score"]["filter_violations"], 0);
+        }
+        assert!(
+            recall(cell(report, "f32 · unfiltered · ef 48", system)) > 0.8,
+            "{system}"
+        );
+    }
+    for workload in ["binary · unfiltered · ef 16", "binary · filter 1% · ef 48"] {
+        let c = cell(report, workload, "chroma");
+        assert_eq!(c.status, Status::Refused);
+        assert!(
+            c.reason.as_deref().unwrap().contains("not offered"),
+            "{c:?}"
+        );
+        assert_eq!(cell(report, workload, "pgvector").status, Status::Ok);
+    }
+    let json = read_json(&out);
+    let builds = json["extra"]["builds"].as_array().unwrap();
+    let pg_build = builds
+        .iter()
+        .find(|b| b["system"] == "pgvector" && b["variant"] == "f32")
+        .unwrap();
+    assert!(
+        pg_build["build"]["build_s"].as_f64().unwrap()
+            >= pg_build["build"]["insert_s"].as_f64().unwrap()
+    );
+    if pg_pid.is_some() {
+        assert!(pg_build["server_rss_bytes"].as_u64().unwrap() > 0);
+    }
+    // Matched-recall verdicts compare the servers with usearch, the reference.
+    assert!(report.verdicts.iter().all(|v| v.reference == "usearch"));
+    assert!(
+        std::fs::read_to_string(out.join("recall-qps-f32-unfiltered.svg"))
+            .unwrap()
+            .contains(">chroma</text>")
+    );
+}
+
+#[test]
+fn an_existing_collection_of_another_dimension_is_refused_in_one_line() {
+    let (Some(pg), Some(chroma)) = (pgvector_url(), chroma_url()) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    for target in [format!("pgvector={pg}"), format!("chroma={chroma}")] {
+        let quick = |dims: &'static str, out: &std::path::Path, keep: bool| {
+            let mut extra = vec![
+                "--target",
+                target.as_str(),
+                "--namespace",
+                "fbdims",
+                "--variants",
+                "f32",
+                "--filters",
+                "none",
+                "--ef",
+                "16",
+                "--rounds",
+                "1",
+                "--rows",
+                "300",
+                "--dims",
+                dims,
+                "--queries",
+                "10",
+            ];
+            if keep {
+                extra.push("--keep-data");
+            }
+            run(&args(out, &cache, &extra))
+        };
+        quick("16", &dir.path().join("a"), true).unwrap();
+        let out = dir.path().join("b");
+        let error = format!("{:#}", quick("24", &out, false).unwrap_err());
+        assert!(
+            error.contains("holds 16-dimension vectors, the dataset has 24"),
+            "{error}"
+        );
+        assert!(!error.contains('\n'));
+        assert!(!out.exists());
+        // A run with the matching dimension replaces fairbench's own collection and drops it.
+        quick("16", &dir.path().join("c"), false).unwrap();
+    }
+}
+
+/// Runs only when `QDRANT_URL` names a Qdrant gRPC endpoint (`qdrant://127.0.0.1:6334`); no
+/// Qdrant server can be installed where these tests normally run.
+#[test]
+fn qdrant_builds_verifies_and_answers_when_a_server_is_given() {
+    let Ok(url) = std::env::var("QDRANT_URL") else {
+        eprintln!("skipped: QDRANT_URL is not set (no Qdrant server is installable here)");
+        return;
+    };
+    let url = url.replacen("http://", "qdrant://", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let target = format!("qdrant={url}");
+    let summary = run(&args(
+        &out,
+        &cache,
+        &with_small(&[
+            "--target",
+            &target,
+            "--variants",
+            "f32,int8,binary",
+            "--filters",
+            "none,10pct",
+        ]),
+    ))
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    let q = &report.systems[0];
+    assert!(q.version.starts_with("Qdrant "), "{}", q.version);
+    assert_eq!(q.verified["f32.m"], "16");
+    assert_eq!(q.verified["f32.ef_construction"], "200");
+    assert_eq!(
+        q.verified["int8.quantization"].split(' ').next(),
+        Some("scalar")
+    );
+    assert_eq!(q.verified["binary.quantization"], "binary");
+    assert!(recall(cell(report, "f32 · unfiltered · ef 48", "qdrant")) > 0.8);
+}
