@@ -12,6 +12,7 @@ pub mod lanes;
 pub mod options;
 pub mod pacing;
 pub mod pool;
+pub mod procstat;
 pub mod progress;
 pub mod protocol;
 pub mod recorder;

@@ -116,8 +116,14 @@ pub fn throughput_table(report: &Report) -> Table {
         .get("rounds")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
-    let title = format!("Throughput ({unit}, median of {rounds} rounds, min–max)");
-    grid(report, &title, |cell| match cell.usable_throughput() {
+    // Workloads measured in different units (docs/s beside queries/s) say theirs on each row.
+    let mixed_units = report.cells.iter().any(|c| c.unit != unit);
+    let title = if mixed_units {
+        format!("Throughput (unit per row, median of {rounds} rounds, min–max)")
+    } else {
+        format!("Throughput ({unit}, median of {rounds} rounds, min–max)")
+    };
+    let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
         Some(t) if t.rounds.len() > 1 => format!(
             "{} ({}–{})",
             format_rate(t.median),
@@ -126,7 +132,15 @@ pub fn throughput_table(report: &Report) -> Table {
         ),
         Some(t) => format_rate(t.median),
         None => cell.status.as_str().to_owned(),
-    })
+    });
+    if mixed_units {
+        for row in &mut table.rows {
+            if let Some(cell) = report.cells.iter().find(|c| c.workload == row[0]) {
+                row[0] = format!("{} ({})", row[0], cell.unit);
+            }
+        }
+    }
+    table
 }
 
 /// Latency p50 / p99 from the pooled histograms of every measured round.
