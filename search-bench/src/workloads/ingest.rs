@@ -298,7 +298,10 @@ mod tests {
         // At least one worker sent five bodies or more, so its second one failed.
         assert!(counts.error >= 100, "{counts:?}");
         let acknowledged = outcome.recorder.latency.len();
-        assert!((8..=9).contains(&acknowledged), "one sample per request acknowledged");
+        assert!(
+            (8..=9).contains(&acknowledged),
+            "one sample per request acknowledged"
+        );
         assert_eq!(outcome.recorder.first_error.as_deref(), Some("rejected"));
     }
 
