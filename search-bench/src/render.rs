@@ -7,40 +7,11 @@ use common::report::Table;
 use common::results::{Cell, Report};
 use serde_json::Value;
 
-fn workloads(report: &Report) -> Vec<&str> {
-    let mut seen: Vec<&str> = Vec::new();
-    for cell in &report.cells {
-        if !seen.contains(&cell.workload.as_str()) {
-            seen.push(&cell.workload);
-        }
-    }
-    seen
-}
-
+/// common's grid, with `–` where a cell has no such figure.
 fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> Option<String>) -> Table {
-    let mut header = vec!["workload".to_owned()];
-    header.extend(report.systems.iter().map(|s| s.name.clone()));
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.to_owned()];
-            row.extend(report.systems.iter().map(|s| {
-                report
-                    .cells
-                    .iter()
-                    .find(|c| c.workload == workload && c.system == s.name)
-                    .and_then(&figure)
-                    .unwrap_or_else(|| "–".to_owned())
-            }));
-            row
-        })
-        .collect();
-    Table {
-        title: title.to_owned(),
-        header,
-        rows,
-        numeric: true,
-    }
+    common::report::grid(report, title, |cell| {
+        figure(cell).unwrap_or_else(|| "–".to_owned())
+    })
 }
 
 /// Queries checked against the exact answers, and the top-10 overlap with the reference.

@@ -86,7 +86,9 @@ fn column(report: &Report, system: &str) -> String {
     header
 }
 
-fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
+/// A table with one row per workload and one column per system (headed with its labels and
+/// `(ref)`), each cell `figure(cell)`, or `–` where the workload has no cell for that system.
+pub fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
     let mut header = vec!["workload".to_owned()];
     header.extend(report.systems.iter().map(|s| column(report, &s.name)));
     let rows =

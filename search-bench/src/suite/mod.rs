@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use common::environment::{Environment, durable_write_floor, loadavg, wait_for_quiet};
+use common::environment::{Environment, durable_write_floor, loadavg};
 use common::options::TargetSpec;
 use common::progress::Progress;
 use common::report::{render_markdown, render_terminal, verdicts};
@@ -21,7 +21,6 @@ use crate::queries::{QueryKind, QuerySet};
 use crate::targets::{self, Description, Engine, IndexSpec, SearchWorkers};
 use crate::{Opts, Summary, render, truth};
 
-const LOAD_GATE_MAX_WAIT: Duration = Duration::from_secs(600);
 const FLOOR_BUDGET: Duration = Duration::from_millis(500);
 const MAX_INGEST_THREADS: u64 = 256;
 const MAX_CONNECTIONS: u32 = 1024;
@@ -169,7 +168,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         specs.push(TargetSpec::parse(targets::DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
     }
     let progress = Progress::start(opts.common.quiet);
-    let environment = measure_environment(opts, &progress);
+    let environment = common::phases::capture_environment(opts.common.load_gate, &progress);
     let started = common::clock::now_rfc3339();
     let dir = opts.common.output.clone().unwrap_or_else(|| {
         ResultsDir::default_path("search-bench", "search", &common::clock::compact(&started))
@@ -209,18 +208,6 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     };
     let run = run.execute().await?;
     finish(run).await
-}
-
-fn measure_environment(opts: &Opts, progress: &Progress) -> Environment {
-    let mut environment = Environment::capture();
-    if let Some(gate) = opts.common.load_gate {
-        environment.load_gate = Some(wait_for_quiet(gate, LOAD_GATE_MAX_WAIT, |load| {
-            progress.line(format!(
-                "waiting for the load average ({load:.2}) to fall to {gate:.2}…"
-            ));
-        }));
-    }
-    environment
 }
 
 /// Opens every engine, reads what it is, names it, and checks that its index is absent or

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use common::human::{format_latency_ns, format_rate};
+use common::phases::window_line;
 use common::procstat::process_cpu_ns;
 use common::progress::Progress;
 use common::protocol::{CellBuilder, Round, round_order, rounds};
@@ -437,23 +437,4 @@ fn record(slot: &mut Slot, round: Round, outcome: &WindowOutcome, server_cpu: Op
         slot.server_ops += counts.ok + counts.error;
         slot.client_cpu_ns += outcome.client_cpu_ns;
     }
-}
-
-fn window_line(label: &str, outcome: &WindowOutcome, unit: &str) -> String {
-    let latency =
-        common::recorder::percentiles(&outcome.recorder.latency).map_or_else(String::new, |p| {
-            format!(
-                " · p50 {} · p99 {}",
-                format_latency_ns(p.p50),
-                format_latency_ns(p.p99)
-            )
-        });
-    let errors = match outcome.recorder.counts.error {
-        0 => String::new(),
-        n => format!(" · {n} errors"),
-    };
-    format!(
-        "{label}: {} {unit}{latency}{errors}",
-        format_rate(outcome.throughput())
-    )
 }

@@ -18,27 +18,9 @@ pub fn lock_server() -> MutexGuard<'static, ()> {
     SERVER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether a missing server must fail the test (the test command sets this; so does CI).
-pub fn servers_required() -> bool {
-    std::env::var_os("FAIRBENCH_REQUIRE_SERVERS").is_some()
-        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
 /// The OpenSearch URL the test command exported, or `None` (with a note) outside CI.
 pub fn opensearch_url() -> Option<String> {
-    const VARIABLE: &str = "FAIRBENCH_TEST_OPENSEARCH_URL";
-    match std::env::var(VARIABLE) {
-        Ok(url) => Some(url),
-        Err(_) if servers_required() => {
-            panic!(
-                "{VARIABLE} is not set: run the tests through scripts/test, which starts the servers"
-            )
-        }
-        Err(_) => {
-            eprintln!("skipped: {VARIABLE} is not set (run scripts/test to start the servers)");
-            None
-        }
-    }
+    common::testing::server_url("FAIRBENCH_TEST_OPENSEARCH_URL")
 }
 
 /// Runs `search-bench ARGS…` in-process.
