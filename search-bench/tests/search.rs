@@ -3,6 +3,10 @@
 
 mod support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use common::results::Status;
 use support::*;
 
@@ -188,6 +192,39 @@ fn a_server_that_answers_wrongly_gets_invalid_cells_with_an_example() {
         Status::Ok,
         "high-frequency terms are not stop words"
     );
+}
+
+#[test]
+fn an_interrupt_stops_the_run_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let setter = flag.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        setter.store(true, Ordering::SeqCst);
+    });
+    // Windows of a minute: only the interrupt can end this run early.
+    let summary = run_with(
+        &args(dir.path(), &["--docs", "1000", "--duration", "60s"]),
+        flag,
+    )
+    .unwrap();
+    stopper.join().unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    assert!(
+        report.notes.iter().any(|n| n.contains("interrupted")),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.finished_at.is_some());
+    let unfinished = report
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .count();
+    assert!(unfinished >= 1, "{:#?}", report.cells);
+    assert!(read_json(dir.path())["cells"].as_array().unwrap().len() == 5);
 }
 
 #[test]

@@ -67,6 +67,15 @@ impl Run<'_> {
         self.save(&slots)?;
         let measured_ingest = self.workloads.contains(&Workload::Ingest);
         self.ingest(&mut slots, measured_ingest).await?;
+        if self.interrupted() {
+            // A half-loaded index proves nothing about the engine: stop here.
+            self.report.notes.push(
+                "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured."
+                    .into(),
+            );
+            self.save(&slots)?;
+            return Ok(self);
+        }
         self.check_counts(&mut slots).await;
         self.verify(&mut slots).await;
         self.save(&slots)?;

@@ -25,10 +25,15 @@ pub fn opensearch_url() -> Option<String> {
 
 /// Runs `search-bench ARGS…` in-process.
 pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
+    run_with(args, Arc::new(AtomicBool::new(false)))
+}
+
+/// Runs `search-bench ARGS…` in-process with an interrupt flag the test controls.
+pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let mut argv = vec!["search-bench"];
     argv.extend_from_slice(args);
     let opts = Opts::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    search_bench::run_with_interrupt(opts, Arc::new(AtomicBool::new(false)))
+    search_bench::run_with_interrupt(opts, interrupt)
 }
 
 /// A small corpus and short windows, so a whole run takes seconds.
