@@ -48,7 +48,7 @@ pub fn cpu_table(report: &Report) -> Table {
                 Some(server) => {
                     let share = ns(cell.extra.get("client_cpu_share")).unwrap_or(0.0);
                     Some(format!(
-                        "{client} · {} · {:.0}%",
+                        "{client} · {} · {:.1}%",
                         format_latency_ns(server.round() as u64),
                         share * 100.0
                     ))
@@ -71,7 +71,7 @@ pub fn cpu_notes(report: &Report) -> Vec<String> {
             let share = ns(cell.extra.get("client_cpu_share"))?;
             let per = if cell.unit == "docs/s" { "document" } else { "query" };
             Some(format!(
-                "{} · {}: search-bench used {} of CPU per {per}, the server {} ({:.0}% of the CPU both spent was the client's; server CPU from /proc/<pid>/stat at 10 ms resolution).",
+                "{} · {}: search-bench used {} of CPU per {per}, the server {} ({:.1}% of the CPU both spent was the client's; server CPU from /proc/<pid>/stat at 10 ms resolution).",
                 cell.workload,
                 cell.system,
                 format_latency_ns(client.round() as u64),
