@@ -11,13 +11,16 @@ pub mod interrupt;
 pub mod lanes;
 pub mod options;
 pub mod pacing;
+pub mod phases;
 pub mod pool;
+pub mod procstat;
 pub mod progress;
 pub mod protocol;
 pub mod recorder;
 pub mod redact;
 pub mod report;
 pub mod results;
+pub mod testing;
 pub mod window;
 pub mod writer;
 

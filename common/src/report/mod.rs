@@ -86,7 +86,9 @@ fn column(report: &Report, system: &str) -> String {
     header
 }
 
-fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
+/// A table with one row per workload and one column per system (headed with its labels and
+/// `(ref)`), each cell `figure(cell)`, or `–` where the workload has no cell for that system.
+pub fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> Table {
     let mut header = vec!["workload".to_owned()];
     header.extend(report.systems.iter().map(|s| column(report, &s.name)));
     let rows =
@@ -116,12 +118,15 @@ pub fn throughput_table(report: &Report) -> Table {
         .get("rounds")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
+    // Workloads measured in different units (docs/s beside queries/s) say theirs on each row.
+    let mixed_units = report.cells.iter().any(|c| c.unit != unit);
+    let shown = if mixed_units { "unit per row" } else { unit };
     let title = if rounds == 1 {
-        format!("Throughput ({unit}, one round)")
+        format!("Throughput ({shown}, one round)")
     } else {
-        format!("Throughput ({unit}, median of {rounds} rounds, min–max)")
+        format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
     };
-    grid(report, &title, |cell| match cell.usable_throughput() {
+    let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
         Some(t) if t.rounds.len() > 1 => format!(
             "{} ({}–{})",
             format_rate(t.median),
@@ -130,7 +135,15 @@ pub fn throughput_table(report: &Report) -> Table {
         ),
         Some(t) => format_rate(t.median),
         None => cell.status.as_str().to_owned(),
-    })
+    });
+    if mixed_units {
+        for row in &mut table.rows {
+            if let Some(cell) = report.cells.iter().find(|c| c.workload == row[0]) {
+                row[0] = format!("{} ({})", row[0], cell.unit);
+            }
+        }
+    }
+    table
 }
 
 /// Latency p50 / p99 from the pooled histograms of every measured round.

@@ -1,0 +1,26 @@
+//! For the tools' integration tests: whether a real server must be there, and its URL from
+//! the environment the test command set up.
+
+/// Whether a missing server must fail the test (the test command sets
+/// `FAIRBENCH_REQUIRE_SERVERS`; so does CI).
+pub fn servers_required() -> bool {
+    std::env::var_os("FAIRBENCH_REQUIRE_SERVERS").is_some()
+        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The URL in `variable`, or `None` with a note on stderr when running without the servers
+/// outside CI. Panics when the servers are required and the variable is missing.
+pub fn server_url(variable: &str) -> Option<String> {
+    match std::env::var(variable) {
+        Ok(url) => Some(url),
+        Err(_) if servers_required() => {
+            panic!(
+                "{variable} is not set: run the tests through scripts/test, which starts the servers"
+            )
+        }
+        Err(_) => {
+            eprintln!("skipped: {variable} is not set (run scripts/test to start the servers)");
+            None
+        }
+    }
+}

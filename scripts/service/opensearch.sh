@@ -1,0 +1,68 @@
+# OpenSearch 2.19 (the newest that runs on Java 17), one node in one JVM, built from Maven
+# Central by the small launcher in scripts/opensearch-launcher; HTTP on loopback, 512 MB heap.
+# Exports FAIRBENCH_TEST_OPENSEARCH_URL.
+
+OPENSEARCH_CACHE=${FAIRBENCH_OPENSEARCH_CACHE:-$HOME/.cache/fairbench/opensearch}
+
+# The build is keyed by the launcher's sources, so a changed pom or class rebuilds it.
+opensearch_build_dir() {
+  local sources key
+  sources=$(cd "$here/opensearch-launcher" && pwd)
+  key=$(cat "$sources/pom.xml" "$sources"/src/main/java/org/fairbench/opensearch/*.java | sha256sum | cut -c1-16)
+  echo "$OPENSEARCH_CACHE/$key"
+}
+
+install_opensearch() {
+  ensure_packages openjdk-17-jdk-headless maven curl
+  local build
+  build=$(opensearch_build_dir)
+  [ -f "$build/ready" ] && return 0
+  log "building the OpenSearch launcher in $build"
+  rm -rf "$build"
+  mkdir -p "$build"
+  cp -r "$here/opensearch-launcher/." "$build/src-copy"
+  # Offline first: a local Maven repository that already holds every jar needs no network.
+  if ! (cd "$build/src-copy" && mvn -B -q -o package >"$build/build.log" 2>&1); then
+    (cd "$build/src-copy" && mvn -B -q package >"$build/build.log" 2>&1) \
+      || { tail -30 "$build/build.log" >&2; die "building the OpenSearch launcher failed (log: $build/build.log)"; }
+  fi
+  mv "$build/src-copy/target/lib" "$build/lib"
+  mv "$build/src-copy/target/opensearch-launcher-1.jar" "$build/launcher.jar"
+  rm -rf "$build/src-copy"
+  touch "$build/ready"
+}
+
+opensearch_java() {
+  if [ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ]; then
+    echo /usr/lib/jvm/java-17-openjdk-amd64/bin/java
+  else
+    command -v java
+  fi
+}
+
+# Ready when the cluster is yellow or green; a JVM that exited stops the wait at once.
+opensearch_ready() {
+  local pid=$1 port=$2 logfile=$3
+  if ! kill -0 "$pid" 2>/dev/null; then
+    tail -30 "$logfile" >&2
+    die "OpenSearch exited during start-up (log: $logfile)"
+  fi
+  curl -sf "http://127.0.0.1:$port/_cluster/health?wait_for_status=yellow&timeout=5s"
+}
+
+start_opensearch() {
+  local state=$1 dir=$1/opensearch port build
+  build=$(opensearch_build_dir)
+  [ -f "$build/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
+  port=$(free_port "${FAIRBENCH_OPENSEARCH_PORT:-59200}")
+  mkdir -p "$dir"
+  # -Xms = -Xmx so the heap is committed up front and does not grow during a measurement.
+  "$(opensearch_java)" -Xms512m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dopensearch.set.netty.runtime.available.processors=false -Dlog4j2.formatMsgNoLookups=true \
+    -cp "$build/lib/*:$build/launcher.jar" org.fairbench.opensearch.Launcher "$dir" "$port" \
+    >"$dir/server.log" 2>&1 &
+  echo $! >"$state/opensearch.pid"
+  wait_until OpenSearch 180 "$dir/server.log" opensearch_ready "$(cat "$state/opensearch.pid")" "$port" "$dir/server.log"
+  log "OpenSearch on 127.0.0.1:$port (pid $(cat "$state/opensearch.pid"), data $dir/data)"
+  echo "export FAIRBENCH_TEST_OPENSEARCH_URL=http://127.0.0.1:$port"
+}

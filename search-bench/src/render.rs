@@ -1,0 +1,164 @@
+//! search-bench's own tables beside common's: what was verified (queries checked, top-10
+//! overlap) and what each operation cost in CPU, client and server side. Pure functions of
+//! the report.
+
+use common::human::format_latency_ns;
+use common::report::Table;
+use common::results::{Cell, Report};
+use serde_json::Value;
+
+/// common's grid, with `–` where a cell has no such figure.
+fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> Option<String>) -> Table {
+    common::report::grid(report, title, |cell| {
+        figure(cell).unwrap_or_else(|| "–".to_owned())
+    })
+}
+
+/// Queries checked against the exact answers, and the top-10 overlap with the reference.
+pub fn verification_table(report: &Report) -> Table {
+    grid(
+        report,
+        "Verification (queries whose answer matched the exact one · top-10 overlap with the reference)",
+        |cell| {
+            let verified = cell.extra.get("queries_verified")?.as_u64()?;
+            let overlap = cell
+                .extra
+                .get("top10_overlap")
+                .and_then(|o| o.get("mean"))
+                .and_then(Value::as_f64)
+                .map_or_else(String::new, |m| format!(" · {:.0}%", m * 100.0));
+            Some(format!("{verified}{overlap}"))
+        },
+    )
+}
+
+fn ns(value: Option<&Value>) -> Option<f64> {
+    value.and_then(Value::as_f64)
+}
+
+/// Client and server CPU time per operation (per document for ingest), and the client's share.
+pub fn cpu_table(report: &Report) -> Table {
+    grid(
+        report,
+        "CPU per operation (client · server · client share; per document for ingest)",
+        |cell| {
+            let client = cell.client_cpu_ns_per_op?;
+            let client = format_latency_ns(client.round() as u64);
+            match ns(cell.extra.get("server_cpu_ns_per_op")) {
+                Some(server) => {
+                    let share = ns(cell.extra.get("client_cpu_share")).unwrap_or(0.0);
+                    Some(format!(
+                        "{client} · {} · {:.1}%",
+                        format_latency_ns(server.round() as u64),
+                        share * 100.0
+                    ))
+                }
+                None => Some(format!("{client} · –")),
+            }
+        },
+    )
+}
+
+/// One sentence per engine with a local server: the client's CPU per query beside the
+/// server's, for the `match` workload and for ingest.
+pub fn cpu_notes(report: &Report) -> Vec<String> {
+    report
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let server = ns(cell.extra.get("server_cpu_ns_per_op"))?;
+            let client = cell.client_cpu_ns_per_op?;
+            let share = ns(cell.extra.get("client_cpu_share"))?;
+            let per = if cell.unit == "docs/s" { "document" } else { "query" };
+            Some(format!(
+                "{} · {}: search-bench used {} of CPU per {per}, the server {} ({:.1}% of the CPU both spent was the client's; server CPU from /proc/<pid>/stat at 10 ms resolution).",
+                cell.workload,
+                cell.system,
+                format_latency_ns(client.round() as u64),
+                format_latency_ns(server.round() as u64),
+                share * 100.0
+            ))
+        })
+        .collect()
+}
+
+/// The extra tables for the terminal.
+pub fn text(report: &Report) -> String {
+    format!(
+        "\n{}\n{}",
+        verification_table(report).to_text(),
+        cpu_table(report).to_text()
+    )
+}
+
+/// The extra tables for `report.md`.
+pub fn markdown(report: &Report) -> String {
+    format!(
+        "{}\n{}",
+        verification_table(report).to_markdown(),
+        cpu_table(report).to_markdown()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::environment::Environment;
+    use common::results::{Status, SystemInfo, Throughput};
+    use serde_json::json;
+
+    fn sample() -> Report {
+        let system = |name: &str| SystemInfo {
+            name: name.into(),
+            kind: name.into(),
+            version: format!("{name} 1.0"),
+            ..SystemInfo::default()
+        };
+        let mut report = Report::begin(
+            "search-bench",
+            "0.1.0",
+            "search",
+            "synthetic",
+            json!({"rounds": 2, "duration_s": 1.0, "warmup": 1}),
+            Environment::default(),
+        );
+        report.systems = vec![system("tantivy"), system("opensearch")];
+        report.reference = Some("tantivy".into());
+        let mut cell = |workload: &str, system: &str, unit: &str, server: Option<f64>| {
+            let mut c = Cell::new(workload, system, unit, 16, 2);
+            c.throughput = Throughput::from_rounds(vec![1_000.0, 1_100.0]);
+            c.client_cpu_ns_per_op = Some(12_345.0);
+            c.extra.insert("queries_verified".into(), json!(256));
+            if let Some(server) = server {
+                c.extra.insert("server_cpu_ns_per_op".into(), json!(server));
+                c.extra.insert("client_cpu_share".into(), json!(0.1));
+                c.extra.insert(
+                    "top10_overlap".into(),
+                    json!({"with": "tantivy", "mean": 0.97, "queries": 256}),
+                );
+            }
+            report.cells.push(c);
+        };
+        cell("match", "tantivy", "q/s", None);
+        cell("match", "opensearch", "q/s", Some(111_111.0));
+        cell("ingest", "tantivy", "docs/s", None);
+        cell("ingest", "opensearch", "docs/s", Some(40_000.0));
+        report.cells[1].status = Status::Ok;
+        report
+    }
+
+    #[test]
+    fn extra_tables_snapshot() {
+        insta::assert_snapshot!("extra_tables_text", text(&sample()));
+        insta::assert_snapshot!("extra_tables_markdown", markdown(&sample()));
+    }
+
+    #[test]
+    fn cpu_notes_name_the_workload_the_engine_and_both_costs() {
+        let notes = cpu_notes(&sample());
+        assert_eq!(notes.len(), 2);
+        assert!(notes[0].starts_with("match · opensearch"), "{}", notes[0]);
+        assert!(notes[0].contains("per query"), "{}", notes[0]);
+        assert!(notes[1].contains("per document"), "{}", notes[1]);
+    }
+}

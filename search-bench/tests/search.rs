@@ -1,0 +1,302 @@
+//! `search-bench` end to end, in-process: the embedded tantivy default, and tantivy beside the
+//! real OpenSearch server the test command starts on loopback.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::results::Status;
+use support::*;
+
+const QUERY_WORKLOADS: [&str; 4] = ["match ", "match_phrase", "bool", "terms agg"];
+
+#[test]
+fn the_embedded_default_verifies_and_measures_every_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&args(&out, &["--docs", "2000"])).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(report.systems.len(), 1);
+    let tantivy = &report.systems[0];
+    assert_eq!(tantivy.name, "tantivy");
+    assert!(
+        tantivy.version.starts_with("tantivy 0."),
+        "{}",
+        tantivy.version
+    );
+    assert_eq!(tantivy.verified["mapping.category"], "keyword (raw, fast)");
+    assert_eq!(report.cells.len(), 5);
+    let ingest = cell(report, "_bulk ingest", "tantivy");
+    assert_eq!(ingest.unit, "docs/s");
+    assert_eq!(
+        ingest.counts.ok,
+        2 * 2000,
+        "warm-up excluded: two rounds of 2,000 documents"
+    );
+    assert_eq!(
+        ingest.extra["refresh_ms_rounds"].as_array().unwrap().len(),
+        2
+    );
+    for prefix in QUERY_WORKLOADS {
+        let c = cell(report, prefix, "tantivy");
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        assert_eq!(c.unit, "q/s");
+        assert_eq!(c.extra["queries_verified"], 48);
+        assert_eq!(c.throughput.as_ref().unwrap().rounds.len(), 2);
+        assert!(c.counts.ok > 0 && c.counts.error == 0);
+        assert!(c.latency_ns.unwrap().p99 >= c.latency_ns.unwrap().p50);
+        assert!(c.client_cpu_ns_per_op.is_some() && c.histogram_b64.is_some());
+    }
+    let json = read_json(&out);
+    assert_eq!(json["tool"], "search-bench");
+    assert_eq!(json["suite"], "search");
+    assert_eq!(json["options"]["docs"], 2000);
+    assert_eq!(json["options"]["batch"], 1000);
+    assert!(json["data"]["checksum"].as_str().unwrap().len() == 16);
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("(docs/s)") && markdown.contains("(q/s)"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("**Verification"), "{markdown}");
+    assert!(
+        !out.join("tantivy-index").exists(),
+        "the embedded index is removed unless --keep-index"
+    );
+}
+
+#[test]
+fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
+    let Some(url) = opensearch_url() else { return };
+    let _server = lock_server();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&args(
+        dir.path(),
+        &["--target", &url, "--target", "tantivy", "--duration", "1s"],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["opensearch", "tantivy"],
+        "named after what they report"
+    );
+    assert_eq!(report.reference.as_deref(), Some("opensearch"));
+    let opensearch = &report.systems[0];
+    assert!(
+        opensearch.version.starts_with("OpenSearch 2."),
+        "{}",
+        opensearch.version
+    );
+    for (setting, value) in [
+        ("index.number_of_shards", "1"),
+        ("index.number_of_replicas", "0"),
+        ("index.requests.cache.enable", "true"),
+        ("index.translog.durability", "request"),
+        ("mapping.body", "text"),
+        ("mapping.category", "keyword"),
+        ("mapping.price", "double"),
+        ("mapping.stock", "integer"),
+    ] {
+        assert_eq!(opensearch.verified[setting], value, "{setting}");
+    }
+    for prefix in QUERY_WORKLOADS {
+        let os = cell(report, prefix, "opensearch");
+        let tv = cell(report, prefix, "tantivy");
+        assert_eq!(os.extra["queries_verified"], 48, "{os:?}");
+        assert_eq!(tv.extra["queries_verified"], 48, "{tv:?}");
+        assert!(
+            os.extra.contains_key("server_cpu_ns_per_op"),
+            "the server's CPU is read"
+        );
+        assert!(!tv.extra.contains_key("server_cpu_ns_per_op"));
+        if prefix != "terms agg" {
+            let overlap = &tv.extra["top10_overlap"];
+            assert_eq!(overlap["with"], "opensearch");
+            let mean = overlap["mean"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&mean), "{overlap}");
+        }
+    }
+    let ingest = cell(report, "_bulk ingest", "opensearch");
+    let share = ingest.extra["client_cpu_share"].as_f64().unwrap();
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("shard request cache"))
+    );
+    assert!(report.verdicts.iter().all(|v| v.reference == "opensearch"));
+    let (status, _) = http("GET", &format!("{url}/fairbench_search"), None);
+    assert_eq!(status, 404, "search-bench deletes the index it created");
+}
+
+#[test]
+fn a_server_that_answers_wrongly_gets_invalid_cells_with_an_example() {
+    let Some(url) = opensearch_url() else { return };
+    let _server = lock_server();
+    // An index template turns the five most frequent terms into stop words for every index
+    // named fairbench_lying*: the server then answers those queries with too few hits.
+    let vocabulary = search_bench::corpus::Vocabulary::generate(42);
+    let stopwords: Vec<&str> = vocabulary.terms[..5].iter().map(String::as_str).collect();
+    let template = serde_json::json!({
+        "index_patterns": ["fairbench_lying*"],
+        "template": {"settings": {"analysis": {"analyzer": {"default": {
+            "type": "standard", "stopwords": stopwords}}}}},
+    });
+    let (status, body) = http(
+        "PUT",
+        &format!("{url}/_index_template/fairbench_lying"),
+        Some(&template.to_string()),
+    );
+    assert_eq!(status, 200, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let result = run(&args(
+        dir.path(),
+        &[
+            "--target",
+            &url,
+            "--index",
+            "fairbench_lying",
+            "--queries",
+            "64",
+        ],
+    ));
+    http(
+        "DELETE",
+        &format!("{url}/_index_template/fairbench_lying"),
+        None,
+    );
+    let summary = result.unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let matched = cell(&summary.report, "match ", "opensearch");
+    assert_eq!(matched.status, Status::Invalid, "{matched:?}");
+    let reason = matched.reason.as_deref().unwrap();
+    assert!(reason.contains("total hits 0 (expected"), "{reason}");
+    assert!(
+        reason.contains("\"match\":{\"body\":"),
+        "the example query is shown: {reason}"
+    );
+    assert!(
+        matched.throughput.is_none(),
+        "a wrong answer gets no figure"
+    );
+    let aggregation = cell(&summary.report, "terms agg", "opensearch");
+    assert_eq!(
+        aggregation.status,
+        Status::Ok,
+        "high-frequency terms are not stop words"
+    );
+}
+
+#[test]
+fn an_interrupt_stops_the_run_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let setter = flag.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        setter.store(true, Ordering::SeqCst);
+    });
+    // Windows of a minute: only the interrupt can end this run early.
+    let summary = run_with(
+        &args(dir.path(), &["--docs", "1000", "--duration", "60s"]),
+        flag,
+    )
+    .unwrap();
+    stopper.join().unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    assert!(
+        report.notes.iter().any(|n| n.contains("interrupted")),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.finished_at.is_some());
+    let unfinished = report
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .count();
+    assert!(unfinished >= 1, "{:#?}", report.cells);
+    assert!(read_json(dir.path())["cells"].as_array().unwrap().len() == 5);
+}
+
+#[test]
+fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let unreachable = run(&args(&out, &["--target", "http://127.0.0.1:9"])).unwrap_err();
+    let message = format!("{unreachable:#}");
+    assert!(
+        message.contains("cannot connect to elastic at http://127.0.0.1:9"),
+        "{message}"
+    );
+    assert!(!out.exists(), "no results folder is left behind");
+
+    let foreign = dir.path().join("someone-elses-index");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("data.bin"), b"precious").unwrap();
+    let target = format!("tantivy:{}", foreign.display());
+    let refused = run(&args(&out, &["--target", &target])).unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("was not created by search-bench"),
+        "{refused:#}"
+    );
+    assert_eq!(
+        std::fs::read(foreign.join("data.bin")).unwrap(),
+        b"precious"
+    );
+    assert!(!out.exists());
+
+    let zero = run(&args(&out, &["--docs", "0"])).unwrap_err();
+    assert!(format!("{zero:#}").contains("--docs"), "{zero:#}");
+    let scheme = run(&args(&out, &["--target", "solr://127.0.0.1:8983"])).unwrap_err();
+    assert!(
+        format!("{scheme:#}").contains("unknown scheme `solr`"),
+        "{scheme:#}"
+    );
+}
+
+#[test]
+fn a_foreign_index_or_an_error_answer_from_the_server_is_refused() {
+    let Some(url) = opensearch_url() else { return };
+    let _server = lock_server();
+    let index = format!("{url}/fairbench_foreign");
+    http("DELETE", &index, None);
+    let (status, body) = http(
+        "PUT",
+        &format!("{index}/_doc/1?refresh=true"),
+        Some(r#"{"keep":"me"}"#),
+    );
+    assert!(status == 201 || status == 200, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let refused = run(&args(
+        &out,
+        &["--target", &url, "--index", "fairbench_foreign"],
+    ))
+    .unwrap_err();
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains("index `fairbench_foreign` exists but was not created by search-bench"),
+        "{message}"
+    );
+    let (status, body) = http("GET", &format!("{index}/_doc/1"), None);
+    assert_eq!(status, 200, "the foreign index is untouched: {body}");
+    http("DELETE", &index, None);
+    assert!(!out.exists());
+
+    // A URL whose root answers 4xx: the server's own reason is shown.
+    let wrong = format!("{url}/no_such_index_here");
+    let failed = run(&args(&out, &["--target", &wrong])).unwrap_err();
+    let message = format!("{failed:#}");
+    assert!(message.contains("HTTP 404"), "{message}");
+    assert!(message.contains("index_not_found_exception"), "{message}");
+    assert!(!out.exists());
+}
