@@ -177,7 +177,7 @@ pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
 }
 
 /// Why each cell that is not `ok` has no figure.
-fn problems(report: &Report) -> Vec<String> {
+pub fn problems(report: &Report) -> Vec<String> {
     report
         .cells
         .iter()
@@ -194,7 +194,7 @@ fn problems(report: &Report) -> Vec<String> {
         .collect()
 }
 
-fn method_line(report: &Report) -> String {
+pub fn method_line(report: &Report) -> String {
     let get = |key: &str| report.options.get(key).cloned().unwrap_or_default();
     let rate = match get("rate_per_s").as_f64() {
         Some(rate) => format!("open loop at {} ops/s", format_rate(rate)),
@@ -211,7 +211,7 @@ fn method_line(report: &Report) -> String {
     )
 }
 
-fn systems_table(report: &Report) -> Table {
+pub fn systems_table(report: &Report) -> Table {
     let rows = report
         .systems
         .iter()
@@ -248,7 +248,7 @@ fn systems_table(report: &Report) -> Table {
     }
 }
 
-fn environment_lines(report: &Report) -> Vec<String> {
+pub fn environment_lines(report: &Report) -> Vec<String> {
     let env = &report.environment;
     let mut lines = vec![format!(
         "{} · {} cores · {} · Linux {} · load {:.2} at start{}",
