@@ -19,7 +19,7 @@ use geo::{Contains, Point};
 use super::{Description, GeoSession, Identity, Target, TargetError, is_local_host, op_error};
 use crate::events::{EVENT_BYTES, Event, METRES_PER_DEGREE, parse_hex_id, write_hex_id};
 use crate::queries::{Query, bounds};
-use crate::resp::{Frame, Resp, Value, push_decimal};
+use crate::resp::{Frame, Resp, Value};
 use crate::workloads::workers::{GeoWorkers, async_workers};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -136,43 +136,38 @@ fn parse_url(url: &str) -> Result<Address, String> {
     })
 }
 
-/// Appends a coordinate with 7 decimals (1 cm) without formatting machinery.
+/// Renders `value` with 7 decimals (1 cm of a coordinate) into the end of `digits`, without
+/// formatting machinery; returns where the text starts.
 #[inline]
-fn push_fixed(out: &mut Vec<u8>, value: f64) {
+fn render_fixed(value: f64, digits: &mut [u8; 32]) -> usize {
     let scaled = (value * 1e7).round() as i64;
-    if scaled < 0 {
-        out.push(b'-');
-    }
-    let abs = scaled.unsigned_abs();
-    push_decimal(out, abs / 10_000_000);
-    out.push(b'.');
-    let frac = abs % 10_000_000;
-    let mut digits = [b'0'; 7];
-    let mut f = frac;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (f % 10) as u8;
-        f /= 10;
-    }
-    out.extend_from_slice(&digits);
-}
-
-/// Bytes [`push_fixed`] writes for `value`.
-#[inline]
-fn fixed_len(value: f64) -> usize {
-    let scaled = (value * 1e7).round() as i64;
-    let mut whole = scaled.unsigned_abs() / 10_000_000;
-    let mut len = usize::from(scaled < 0) + 8;
-    loop {
-        len += 1;
-        whole /= 10;
-        if whole == 0 {
-            return len;
+    let mut n = scaled.unsigned_abs();
+    let mut at = digits.len();
+    for place in 0.. {
+        if place == 7 {
+            at -= 1;
+            digits[at] = b'.';
+        }
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 && place >= 7 {
+            break;
         }
     }
+    if scaled < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    at
 }
 
+/// Appends `value` with 7 decimals as one argument.
+#[inline]
 fn fixed_arg(resp: &mut Resp, value: f64) {
-    resp.arg_with(fixed_len(value), |out| push_fixed(out, value));
+    let mut digits = [0u8; 32];
+    let at = render_fixed(value, &mut digits);
+    resp.arg(&digits[at..]);
 }
 
 fn hex_arg(resp: &mut Resp, id: u128) {
@@ -746,10 +741,9 @@ mod tests {
             (0.0, "0.0000000"),
             (1000.5, "1000.5000000"),
         ] {
-            let mut out = Vec::new();
-            push_fixed(&mut out, value);
-            assert_eq!(String::from_utf8(out).unwrap(), text);
-            assert_eq!(fixed_len(value), text.len(), "{value}");
+            let mut digits = [0u8; 32];
+            let at = render_fixed(value, &mut digits);
+            assert_eq!(std::str::from_utf8(&digits[at..]).unwrap(), text, "{value}");
         }
     }
 }
