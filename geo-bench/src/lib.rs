@@ -2,6 +2,7 @@
 //! and polygon queries checked against an exact geodesic oracle, on SQLite R*Tree, PostGIS and
 //! Redis/Valkey (seed 002), every durability setting read back from the system itself.
 
+pub mod chart;
 pub mod events;
 pub mod measure;
 pub mod oracle;

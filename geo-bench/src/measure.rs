@@ -231,16 +231,15 @@ async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) {
     }
 }
 
-/// Measures every workload, interleaved, and writes the report.
-pub async fn measure(
+/// The report before any window: options, environment (with the floor of the results folder),
+/// data, systems and notes.
+fn begin_report(
     opts: &Opts,
-    plan: Plan,
-    mut systems: Vec<System>,
+    plan: &Plan,
+    systems: &[System],
     mut environment: Environment,
-    results: ResultsDir,
-    progress: Progress,
-    interrupt: Arc<AtomicBool>,
-) -> anyhow::Result<Summary> {
+    results: &ResultsDir,
+) -> anyhow::Result<Report> {
     let common = &opts.common;
     if let Ok(floor) = durable_write_floor(results.path(), FLOOR_BUDGET) {
         environment.durable_write_floor_ns = Some(floor);
@@ -264,7 +263,22 @@ pub async fn measure(
             .clone()
             .unwrap_or_else(|| systems[0].name().to_owned()),
     );
-    report.notes = notes(opts, &plan, &systems);
+    report.notes = notes(opts, plan, systems);
+    Ok(report)
+}
+
+/// Measures every workload, interleaved, and writes the report.
+pub async fn measure(
+    opts: &Opts,
+    plan: Plan,
+    mut systems: Vec<System>,
+    environment: Environment,
+    results: ResultsDir,
+    progress: Progress,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<Summary> {
+    let common = &opts.common;
+    let mut report = begin_report(opts, &plan, &systems, environment, &results)?;
     let mut builders: Vec<Vec<Option<CellBuilder>>> = plan
         .workloads
         .iter()
@@ -408,7 +422,7 @@ async fn finish(
         "report.md",
         crate::report::render_markdown(&report).as_bytes(),
     )?;
-    if let Some(svg) = crate::report::render_curve_svg(&report) {
+    if let Some(svg) = crate::chart::render_curve_svg(&report) {
         results.write_atomic("insert-curve.svg", svg.as_bytes())?;
     }
     drop(progress);

@@ -1,9 +1,8 @@
 //! geo-bench's report, as pure functions of a [`Report`]: the insert curve table (events/s by
 //! events per request, one row per system and client count, the durable-write floor beside
-//! it), the query table (ops/s, p50/p99), pipelined adds, and an SVG chart of the curve.
+//! it), the query table (ops/s, p50/p99) and pipelined adds; the chart is in [`crate::chart`].
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use common::human::{format_latency_ns, format_rate, format_thousands};
 use common::report::{
@@ -12,14 +11,14 @@ use common::report::{
 use common::results::{Cell, Report, Status};
 use serde_json::json;
 
-fn family(cell: &Cell) -> &str {
+pub(crate) fn family(cell: &Cell) -> &str {
     cell.extra
         .get("family")
         .and_then(|v| v.as_str())
         .unwrap_or("")
 }
 
-fn number(cell: &Cell, key: &str) -> u64 {
+pub(crate) fn number(cell: &Cell, key: &str) -> u64 {
     cell.extra
         .get(key)
         .and_then(serde_json::Value::as_u64)
@@ -35,7 +34,7 @@ fn rounds(report: &Report) -> u64 {
 }
 
 /// Distinct values in first-seen order.
-fn distinct<T: PartialEq + Copy>(values: impl Iterator<Item = T>) -> Vec<T> {
+pub(crate) fn distinct<T: PartialEq + Copy>(values: impl Iterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();
     for v in values {
         if !out.contains(&v) {
@@ -306,164 +305,8 @@ pub fn render_markdown(report: &Report) -> String {
     out
 }
 
-const PALETTE: [&str; 8] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
-];
-const LEFT: f64 = 80.0;
-const TOP: f64 = 40.0;
-const PLOT_W: f64 = 560.0;
-const PLOT_H: f64 = 320.0;
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// `insert-curve.svg`: events/s against events per request, both on log scales; one line per
-/// system and client count (solid for the most clients, dashed for fewer), a whisker per point
-/// for the round-to-round range.
-pub fn render_curve_svg(report: &Report) -> Option<String> {
-    let points: Vec<(&Cell, f64, f64, f64, f64)> = report
-        .cells
-        .iter()
-        .filter(|c| family(c) == "insert")
-        .filter_map(|c| {
-            c.usable_throughput()
-                .map(|t| (c, number(c, "batch_size") as f64, t.median, t.min, t.max))
-        })
-        .filter(|(_, b, m, _, _)| *b > 0.0 && *m > 0.0)
-        .collect();
-    if points.is_empty() {
-        return None;
-    }
-    let (x_lo, x_hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
-        (lo.min(p.1), hi.max(p.1))
-    });
-    let (y_lo, y_hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
-        (lo.min(p.3.max(1e-3)), hi.max(p.4))
-    });
-    let (x_lo, x_hi) = (
-        x_lo.log10().floor(),
-        x_hi.log10().ceil().max(x_lo.log10().floor() + 1.0),
-    );
-    let (y_lo, y_hi) = (
-        y_lo.log10().floor(),
-        y_hi.log10().ceil().max(y_lo.log10().floor() + 1.0),
-    );
-    let x = |v: f64| LEFT + PLOT_W * (v.log10() - x_lo) / (x_hi - x_lo);
-    let y = |v: f64| TOP + PLOT_H * (1.0 - (v.max(1e-3).log10() - y_lo) / (y_hi - y_lo));
-    let mut svg = String::new();
-    let width = LEFT + PLOT_W + 220.0;
-    let height = TOP + PLOT_H + 60.0;
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="8" y="20" font-size="14">{} — insert throughput by events per request (log–log; whisker: min–max)</text>"#,
-        escape(&report.tool)
-    );
-    for e in (x_lo as i32)..=(x_hi as i32) {
-        let px = x(10f64.powi(e));
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + PLOT_H,
-            TOP + PLOT_H + 16.0,
-            format_rate(10f64.powi(e))
-        );
-    }
-    for e in (y_lo as i32)..=(y_hi as i32) {
-        let py = y(10f64.powi(e));
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            py + 4.0,
-            format_rate(10f64.powi(e))
-        );
-    }
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">events per request</text>"#,
-        LEFT + PLOT_W / 2.0,
-        TOP + PLOT_H + 36.0
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">events/s</text>"#,
-        TOP + PLOT_H / 2.0,
-        TOP + PLOT_H / 2.0
-    );
-    let max_clients = points
-        .iter()
-        .map(|p| number(p.0, "clients"))
-        .max()
-        .unwrap_or(1);
-    let series = distinct(
-        points
-            .iter()
-            .map(|p| (p.0.system.as_str(), number(p.0, "clients"))),
-    );
-    for (k, (system, clients)) in series.iter().enumerate() {
-        let s_index = report
-            .systems
-            .iter()
-            .position(|s| s.name == *system)
-            .unwrap_or(k);
-        let color = PALETTE[s_index % PALETTE.len()];
-        let dash = if *clients == max_clients {
-            ""
-        } else {
-            r#" stroke-dasharray="5,4""#
-        };
-        let mut line: Vec<&(&Cell, f64, f64, f64, f64)> = points
-            .iter()
-            .filter(|p| p.0.system == *system && number(p.0, "clients") == *clients)
-            .collect();
-        line.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let path: Vec<String> = line
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.1), y(p.2)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
-            path.join(" ")
-        );
-        for p in &line {
-            let _ = writeln!(
-                svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
-                x(p.1),
-                y(p.2),
-                x(p.1),
-                x(p.1),
-                y(p.3),
-                y(p.4)
-            );
-        }
-        let ly = TOP + 10.0 + 20.0 * k as f64;
-        let lx = LEFT + PLOT_W + 16.0;
-        let _ = writeln!(
-            svg,
-            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{} · {clients} client{}</text>"#,
-            lx + 24.0,
-            lx + 30.0,
-            ly + 4.0,
-            escape(system),
-            if *clients == 1 { "" } else { "s" }
-        );
-    }
-    svg.push_str("</svg>\n");
-    Some(svg)
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use common::environment::Environment;
     use common::results::{Percentiles, SystemInfo, Throughput};
@@ -499,7 +342,7 @@ mod tests {
     }
 
     /// A synthetic report: no timing of this machine reaches a snapshot.
-    pub fn sample() -> Report {
+    pub(crate) fn sample() -> Report {
         let system = |name: &str, durable: bool, floor: Option<u64>| SystemInfo {
             name: name.into(),
             kind: name.into(),
@@ -611,7 +454,7 @@ mod tests {
 
     #[test]
     fn the_curve_chart_has_one_line_per_system_and_client_count() {
-        let svg = render_curve_svg(&sample()).unwrap();
+        let svg = crate::chart::render_curve_svg(&sample()).unwrap();
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert_eq!(svg.matches("<circle").count(), 4);
         assert!(svg.contains("sqlite · 1 client") && svg.ends_with("</svg>\n"));
