@@ -22,7 +22,7 @@ pub struct Tolerance {
 impl Tolerance {
     pub const DEFAULT: Tolerance = Tolerance {
         fixed_m: 1.0,
-        relative: 0.005,
+        relative: 0.007,
     };
 
     pub fn metres(&self, scale_m: f64) -> f64 {

@@ -336,6 +336,19 @@ async fn prepare(
             .collect();
         bail!("no system can be measured: {}", reasons.join("; "));
     }
+    let only_point_adds = plan
+        .workloads
+        .iter()
+        .all(|w| matches!(w, Workload::PointAdds { .. }));
+    if only_point_adds
+        && !systems
+            .iter()
+            .any(|s| s.refused.is_none() && s.supports_point_adds)
+    {
+        bail!(
+            "--workloads geoadd needs a system that takes single-point adds (Redis or Valkey); none of the targets does"
+        );
+    }
     let oracle = Oracle::new(&plan.data, plan.tolerance);
     for system in systems.iter_mut() {
         if let Some(reason) = &system.refused {

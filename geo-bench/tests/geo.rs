@@ -392,3 +392,41 @@ fn bad_input_is_one_clear_error_and_touches_nothing() {
         assert!(!out.exists(), "{flags:?} left a results folder");
     }
 }
+
+#[test]
+fn an_interrupted_run_still_writes_what_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = interrupt.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let summary = run_with(
+        &args(
+            &out,
+            &[
+                "--duration",
+                "400ms",
+                "--batch-sizes",
+                "1,10,100",
+                "--rounds",
+                "2",
+            ],
+        ),
+        interrupt,
+    )
+    .unwrap();
+    stopper.join().unwrap();
+    assert_eq!(summary.exit_code, 1);
+    let report = &summary.report;
+    assert!(report.notes.iter().any(|n| n.contains("interrupted")));
+    assert!(
+        report.cells.iter().any(|c| c.status == Status::Error
+            && c.reason.as_deref().unwrap_or("").contains("incomplete"))
+    );
+    let json = read_json(&out);
+    assert!(json["finished_at"].is_string());
+    assert!(out.join("report.md").exists());
+}

@@ -83,10 +83,15 @@ pub fn psql(url: &str, sql: &str) -> String {
 
 /// Runs `geo-bench ARGS…` in-process.
 pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
+    run_with(args, Arc::new(AtomicBool::new(false)))
+}
+
+/// Runs `geo-bench ARGS…` in-process with an interrupt flag the test controls.
+pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let mut argv = vec!["geo-bench"];
     argv.extend_from_slice(args);
     let opts = Opts::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    geo_bench::run_with_interrupt(opts, Arc::new(AtomicBool::new(false)))
+    geo_bench::run_with_interrupt(opts, interrupt)
 }
 
 /// Short windows and a few thousand events, so a run takes seconds.
