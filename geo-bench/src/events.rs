@@ -19,8 +19,9 @@ pub const STREAM_INSERT_POOL: u64 = 2;
 pub const STREAM_QUERIES: u64 = 3;
 /// One event every second of simulated time, from a fixed epoch (2026-01-01T00:00:00Z).
 const EPOCH_MS: u64 = 1_767_225_600_000;
-/// Mean metres of an event from its city's centre (exponentially distributed).
-const CITY_SPREAD_M: f64 = 4_000.0;
+/// Spread (σ) of events around a city's centre: a two-dimensional normal, so density is
+/// highest at the centre and finite there, and about 70% of a city's events lie within 13 km.
+const CITY_SIGMA_M: f64 = 8_000.0;
 /// Metres per degree of latitude (mean), for small offsets.
 pub const METRES_PER_DEGREE: f64 = 111_320.0;
 
@@ -216,11 +217,11 @@ impl Generator<'_> {
             return (lat, lon);
         }
         let city = self.spread.cities[self.rng.random_range(0..self.spread.cities.len())];
-        // Exponential distance: dense centres, thinning suburbs.
+        // A Rayleigh-distributed distance gives a two-dimensional normal around the centre.
         let u: f64 = self.rng.random_range(1e-12..1.0);
-        let distance = -CITY_SPREAD_M * u.ln();
+        let distance = CITY_SIGMA_M * (-2.0 * u.ln()).sqrt();
         let bearing = self.rng.random_range(0.0..std::f64::consts::TAU);
-        offset(city.lat, city.lon, distance.min(60_000.0), bearing)
+        offset(city.lat, city.lon, distance.min(100_000.0), bearing)
     }
 
     fn attributes(&mut self) -> [u8; ATTRIBUTE_BYTES] {

@@ -153,7 +153,7 @@ fn ops_table(report: &Report, which: &str, title: String) -> Option<Table> {
     let rows = workloads
         .iter()
         .map(|w| {
-            let mut row = vec![w.to_string()];
+            let mut row = vec![with_mean_results(&cells, w)];
             row.extend(systems.iter().map(|s| {
                 cells
                     .iter()
@@ -175,6 +175,25 @@ fn ops_table(report: &Report, which: &str, title: String) -> Option<Table> {
         rows,
         numeric: true,
     })
+}
+
+/// The workload's name with the mean ids a query returned (the same for every system whose
+/// answers verified), so a reader sees how much each query carries.
+fn with_mean_results(cells: &[&Cell], workload: &str) -> String {
+    let ok: Vec<&&Cell> = cells
+        .iter()
+        .filter(|c| c.workload == workload && c.status == Status::Ok)
+        .collect();
+    let means: Vec<f64> = ok
+        .iter()
+        .filter_map(|c| c.extra.get("mean_results_per_query")?.as_f64())
+        .collect();
+    match means.first() {
+        Some(mean) if means.len() == ok.len() => {
+            format!("{workload} (≈{} ids)", format_rate(*mean))
+        }
+        _ => workload.to_owned(),
+    }
 }
 
 pub fn query_table(report: &Report) -> Option<Table> {
@@ -341,6 +360,11 @@ pub(crate) mod tests {
         c
     }
 
+    fn with_mean(mut c: Cell, mean: f64) -> Cell {
+        c.extra.insert("mean_results_per_query".into(), json!(mean));
+        c
+    }
+
     /// A synthetic report: no timing of this machine reaches a snapshot.
     pub(crate) fn sample() -> Report {
         let system = |name: &str, durable: bool, floor: Option<u64>| SystemInfo {
@@ -417,21 +441,27 @@ pub(crate) mod tests {
                     1,
                     &[300_000.0, 310_000.0],
                 ),
-                cell(
-                    "radius 1 km c4",
-                    "sqlite",
-                    "query",
-                    1,
-                    4,
-                    &[8_000.0, 8_100.0],
+                with_mean(
+                    cell(
+                        "radius 1 km c4",
+                        "sqlite",
+                        "query",
+                        1,
+                        4,
+                        &[8_000.0, 8_100.0],
+                    ),
+                    41.5,
                 ),
-                cell(
-                    "radius 1 km c4",
-                    "valkey-volatile",
-                    "query",
-                    1,
-                    4,
-                    &[30_000.0, 30_500.0],
+                with_mean(
+                    cell(
+                        "radius 1 km c4",
+                        "valkey-volatile",
+                        "query",
+                        1,
+                        4,
+                        &[30_000.0, 30_500.0],
+                    ),
+                    41.5,
                 ),
                 cell("polygon c4", "sqlite", "query", 1, 4, &[2_000.0, 2_100.0]),
                 invalid,

@@ -111,7 +111,7 @@ fn the_embedded_default_measures_the_curve_and_the_query_table() {
     assert_eq!(json["data"]["checksum"].as_str().unwrap().len(), 16);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        markdown.contains("Insert throughput") && markdown.contains("| radius 1 km c2 |"),
+        markdown.contains("Insert throughput") && markdown.contains("| radius 1 km c2 (≈"),
         "{markdown}"
     );
     let svg = std::fs::read_to_string(out.join("insert-curve.svg")).unwrap();
