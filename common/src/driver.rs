@@ -211,8 +211,13 @@ mod tests {
         };
         let pace = Pace::for_worker(Some(1_000.0), 1, 0);
         let recorder = drive_blocking(&mut op, &ctx(pace, Duration::from_millis(200)));
-        // 200 ticks are due in 200 ms at 1,000/s; each operation is instant.
-        assert_eq!(recorder.counts.ok, 200);
+        // 200 ticks are due in 200 ms at 1,000/s: each is either done or, on a machine too
+        // loaded to keep up, counted as missed; none is done twice or lost.
+        let ok = recorder.counts.ok;
+        assert!(
+            ok <= 200 && ok + recorder.missed_ticks >= 200,
+            "{recorder:?}"
+        );
         assert!(recorder.lag.is_some() && recorder.service.is_some());
     }
 
@@ -250,6 +255,7 @@ mod tests {
         };
         let pace = Pace::for_worker(Some(500.0), 1, 0);
         let recorder = drive(&mut op, &ctx(pace, Duration::from_millis(100))).await;
-        assert_eq!(recorder.counts.ok, 50);
+        let ok = recorder.counts.ok;
+        assert!(ok <= 50 && ok + recorder.missed_ticks >= 50, "{recorder:?}");
     }
 }
