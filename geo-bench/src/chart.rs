@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use common::human::format_rate;
+use common::human::format_thousands;
 use common::results::{Cell, Report};
 
 use crate::report::{distinct, family, number};
@@ -79,7 +79,7 @@ fn axes(svg: &mut String, scale: &Scale) {
             r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             TOP + PLOT_H,
             TOP + PLOT_H + 16.0,
-            format_rate(v)
+            format_thousands(v)
         );
     }
     for e in (scale.y_lo as i32)..=(scale.y_hi as i32) {
@@ -90,7 +90,7 @@ fn axes(svg: &mut String, scale: &Scale) {
             LEFT + PLOT_W,
             LEFT - 6.0,
             py + 4.0,
-            format_rate(v)
+            format_thousands(v)
         );
     }
     let (mid_x, mid_y) = (LEFT + PLOT_W / 2.0, TOP + PLOT_H / 2.0);
