@@ -346,10 +346,16 @@ fn notes(opts: &Opts, plan: &Plan, systems: &[System]) -> Vec<String> {
             "Every query was answered by each system before timing and checked against an exact in-process oracle (geodesic distance on WGS84); events nearer a query's boundary than {} may fall either way.",
             plan.tolerance.describe()
         ),
-        "Each insert window starts from an empty insert set and ends with a count of the events the system holds, checked against those it acknowledged.".into(),
         "Every system is one node and the client ran on this machine, beside any local server: the client's CPU time is taken from the servers'.".into(),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".into(),
     ];
+    if plan
+        .workloads
+        .iter()
+        .any(|w| !matches!(w, Workload::Query { .. }))
+    {
+        notes.push("Each insert window starts from an empty insert set and ends with a count of the events the system holds, checked against those it acknowledged.".into());
+    }
     for s in systems.iter().filter(|s| s.refused.is_none()) {
         for line in &s.method {
             notes.push(format!("{}: {line}.", s.name()));
