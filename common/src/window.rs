@@ -284,6 +284,8 @@ mod tests {
         let (back, outcome) = run_async(ops, &plan(50, 100)).await;
         assert!(back[0].is_some() && back[1].is_none());
         assert_eq!(outcome.stuck_workers, 1);
-        assert!(outcome.recorder.counts.ok >= 5);
+        // How many 5 ms sleeps fit in 50 ms depends on how loaded the machine is; the abandoned
+        // worker always counts as one timeout.
+        assert_eq!(outcome.recorder.counts.timeout, 1);
     }
 }

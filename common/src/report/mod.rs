@@ -211,7 +211,7 @@ pub fn problems(report: &Report) -> Vec<String> {
         .collect()
 }
 
-fn method_line(report: &Report) -> String {
+pub fn method_line(report: &Report) -> String {
     let get = |key: &str| report.options.get(key).cloned().unwrap_or_default();
     let rate = match get("rate_per_s").as_f64() {
         Some(rate) => format!("open loop at {} ops/s", format_rate(rate)),

@@ -1,0 +1,218 @@
+//! `insert-curve.svg`: events/s against events per request, both on log scales; one line per
+//! system and client count (solid for the most clients, dashed for fewer), a whisker per point
+//! for the round-to-round range. A pure function of the report.
+
+use std::fmt::Write as _;
+
+use common::human::format_thousands;
+use common::results::{Cell, Report};
+
+use crate::report::{distinct, family, number};
+
+const PALETTE: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+];
+const LEFT: f64 = 80.0;
+const TOP: f64 = 40.0;
+const PLOT_W: f64 = 560.0;
+const PLOT_H: f64 = 320.0;
+
+/// One measured point: its cell, events per request, median, min and max events/s.
+struct Point<'a> {
+    cell: &'a Cell,
+    batch: f64,
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+/// Log-scale axes over whole decades.
+struct Scale {
+    x_lo: f64,
+    x_hi: f64,
+    y_lo: f64,
+    y_hi: f64,
+}
+
+impl Scale {
+    fn of(points: &[Point<'_>]) -> Scale {
+        let decades = |lo: f64, hi: f64| {
+            let lo = lo.max(1e-3).log10().floor();
+            (lo, hi.max(1e-3).log10().ceil().max(lo + 1.0))
+        };
+        let fold = |f: fn(&Point<'_>) -> f64| {
+            points
+                .iter()
+                .map(f)
+                .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)))
+        };
+        let (x_lo, x_hi) = decades(fold(|p| p.batch).0, fold(|p| p.batch).1);
+        let (y_lo, y_hi) = decades(fold(|p| p.min).0, fold(|p| p.max).1);
+        Scale {
+            x_lo,
+            x_hi,
+            y_lo,
+            y_hi,
+        }
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        LEFT + PLOT_W * (v.log10() - self.x_lo) / (self.x_hi - self.x_lo)
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + PLOT_H * (1.0 - (v.max(1e-3).log10() - self.y_lo) / (self.y_hi - self.y_lo))
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn axes(svg: &mut String, scale: &Scale) {
+    for e in (scale.x_lo as i32)..=(scale.x_hi as i32) {
+        let (v, px) = (10f64.powi(e), scale.x(10f64.powi(e)));
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + PLOT_H,
+            TOP + PLOT_H + 16.0,
+            format_thousands(v)
+        );
+    }
+    for e in (scale.y_lo as i32)..=(scale.y_hi as i32) {
+        let (v, py) = (10f64.powi(e), scale.y(10f64.powi(e)));
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + PLOT_W,
+            LEFT - 6.0,
+            py + 4.0,
+            format_thousands(v)
+        );
+    }
+    let (mid_x, mid_y) = (LEFT + PLOT_W / 2.0, TOP + PLOT_H / 2.0);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{mid_x:.1}" y="{:.1}" text-anchor="middle">events per request</text><text x="14" y="{mid_y:.1}" transform="rotate(-90 14 {mid_y:.1})" text-anchor="middle">events/s</text>"#,
+        TOP + PLOT_H + 36.0
+    );
+}
+
+/// One system and client count: its line, points, whiskers and legend entry.
+fn series(
+    svg: &mut String,
+    scale: &Scale,
+    line: &[&Point<'_>],
+    color: &str,
+    dashed: bool,
+    legend_row: usize,
+) {
+    let dash = if dashed {
+        r#" stroke-dasharray="5,4""#
+    } else {
+        ""
+    };
+    let path: Vec<String> = line
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", scale.x(p.batch), scale.y(p.median)))
+        .collect();
+    let _ = writeln!(
+        svg,
+        r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
+        path.join(" ")
+    );
+    for p in line {
+        let px = scale.x(p.batch);
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{px:.1}" cy="{:.1}" r="3" fill="{color}"/><line x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
+            scale.y(p.median),
+            scale.y(p.min),
+            scale.y(p.max)
+        );
+    }
+    let first = line[0].cell;
+    let clients = number(first, "clients");
+    let (lx, ly) = (LEFT + PLOT_W + 16.0, TOP + 10.0 + 20.0 * legend_row as f64);
+    let _ = writeln!(
+        svg,
+        r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{} · {clients} client{}</text>"#,
+        lx + 24.0,
+        lx + 30.0,
+        ly + 4.0,
+        escape(&first.system),
+        if clients == 1 { "" } else { "s" }
+    );
+}
+
+/// The chart, or `None` when no insert cell has a figure.
+pub fn render_curve_svg(report: &Report) -> Option<String> {
+    let points: Vec<Point<'_>> = report
+        .cells
+        .iter()
+        .filter(|c| family(c) == "insert")
+        .filter_map(|cell| {
+            let t = cell.usable_throughput()?;
+            let batch = number(cell, "batch_size") as f64;
+            (batch > 0.0 && t.median > 0.0).then_some(Point {
+                cell,
+                batch,
+                median: t.median,
+                min: t.min,
+                max: t.max,
+            })
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let scale = Scale::of(&points);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">"#,
+        LEFT + PLOT_W + 220.0,
+        TOP + PLOT_H + 60.0
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="8" y="20" font-size="14">{} — insert throughput by events per request (log–log; whisker: min–max)</text>"#,
+        escape(&report.tool)
+    );
+    axes(&mut svg, &scale);
+    let most_clients = points
+        .iter()
+        .map(|p| number(p.cell, "clients"))
+        .max()
+        .unwrap_or(1);
+    let keys = distinct(
+        points
+            .iter()
+            .map(|p| (p.cell.system.as_str(), number(p.cell, "clients"))),
+    );
+    for (row, (system, clients)) in keys.iter().enumerate() {
+        let index = report
+            .systems
+            .iter()
+            .position(|s| s.name == *system)
+            .unwrap_or(row);
+        let mut line: Vec<&Point<'_>> = points
+            .iter()
+            .filter(|p| p.cell.system == *system && number(p.cell, "clients") == *clients)
+            .collect();
+        line.sort_by(|a, b| a.batch.total_cmp(&b.batch));
+        series(
+            &mut svg,
+            &scale,
+            &line,
+            PALETTE[index % PALETTE.len()],
+            *clients != most_clients,
+            row,
+        );
+    }
+    svg.push_str("</svg>\n");
+    Some(svg)
+}

@@ -1,0 +1,749 @@
+//! Redis and Valkey over RESP: positions in a geo sorted set (GEOADD, GEOSEARCH), every
+//! event's 128-byte record in a hash by event id, and each entity's latest record in a hash by
+//! entity id. A batch is three pipelined commands. Radius queries are GEOSEARCH BYRADIUS;
+//! polygons are GEOSEARCH BYBOX over the polygon's bounding box, filtered exactly in the
+//! client. The durability each runs with is read with CONFIG GET: `?durability=durable`
+//! requires `appendonly yes` and `appendfsync always`, `?durability=volatile` requires the
+//! AOF off; a server that does not match is refused.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::driver::OpError;
+use common::options::TargetSpec;
+use common::pool::{BoxFuture, Connector};
+use geo::{Contains, Point};
+
+use super::{Description, GeoSession, Identity, Target, TargetError, is_local_host, op_error};
+use crate::events::{EVENT_BYTES, Event, METRES_PER_DEGREE, parse_hex_id, write_hex_id};
+use crate::queries::{Query, bounds};
+use crate::resp::{Frame, Resp, Value};
+use crate::workloads::workers::{GeoWorkers, async_workers};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Marks fairbench's keys as fairbench's.
+const OWNER_KEY: &[u8] = b"fairbench:geo:owner";
+const MARKER: &[u8] = b"created by fairbench";
+/// Events per pipelined batch when loading the query set.
+const LOAD_CHUNK: usize = 2_000;
+
+/// The keys of one set of events.
+#[derive(Debug, Clone, Copy)]
+struct Keys {
+    positions: &'static [u8],
+    records: &'static [u8],
+    latest: &'static [u8],
+}
+
+const QUERY_SET: Keys = Keys {
+    positions: b"fairbench:geo:q:pos",
+    records: b"fairbench:geo:q:ev",
+    latest: b"fairbench:geo:q:latest",
+};
+const INSERT_SET: Keys = Keys {
+    positions: b"fairbench:geo:i:pos",
+    records: b"fairbench:geo:i:ev",
+    latest: b"fairbench:geo:i:latest",
+};
+/// The single-point adds of the `geoadd` workload.
+const POINT_ADDS: &[u8] = b"fairbench:geo:p:pos";
+
+fn all_keys() -> [&'static [u8]; 7] {
+    [
+        QUERY_SET.positions,
+        QUERY_SET.records,
+        QUERY_SET.latest,
+        INSERT_SET.positions,
+        INSERT_SET.records,
+        INSERT_SET.latest,
+        POINT_ADDS,
+    ]
+}
+
+/// What `?durability=` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Durable,
+    Volatile,
+}
+
+/// Where and how to connect, from `redis://[user:password@]host:port[/db][?durability=…]`.
+#[derive(Debug, Clone)]
+struct Address {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    password: Option<String>,
+    db: u32,
+    asked: Option<Asked>,
+}
+
+fn parse_url(url: &str) -> Result<Address, String> {
+    let rest = url
+        .split_once("://")
+        .map(|(_, r)| r)
+        .ok_or("a URL needs a scheme, like redis://127.0.0.1:6379")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (userinfo, hostpart) = match rest.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, rest),
+    };
+    let (hostport, db) = hostpart.split_once('/').unwrap_or((hostpart, ""));
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
+    let port = port
+        .parse()
+        .map_err(|_| format!("`{port}` is not a port"))?;
+    let db = if db.is_empty() {
+        0
+    } else {
+        db.parse()
+            .map_err(|_| format!("`{db}` is not a database number"))?
+    };
+    let (user, password) = match userinfo {
+        None => (None, None),
+        Some(u) => match u.split_once(':') {
+            Some((user, pw)) => (
+                (!user.is_empty()).then(|| user.to_owned()),
+                Some(pw.to_owned()),
+            ),
+            None => (None, Some(u.to_owned())),
+        },
+    };
+    let mut asked = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("durability", "durable")) => asked = Some(Asked::Durable),
+            Some(("durability", "volatile")) => asked = Some(Asked::Volatile),
+            _ => {
+                return Err(format!(
+                    "unknown parameter `{pair}`; the one parameter is durability=durable|volatile"
+                ));
+            }
+        }
+    }
+    if host.is_empty() {
+        return Err("the URL names no host".into());
+    }
+    Ok(Address {
+        host: host.trim_matches(['[', ']']).to_owned(),
+        port,
+        user,
+        password,
+        db,
+        asked,
+    })
+}
+
+/// Renders `value` with 7 decimals (1 cm of a coordinate) into the end of `digits`, without
+/// formatting machinery; returns where the text starts.
+#[inline]
+fn render_fixed(value: f64, digits: &mut [u8; 32]) -> usize {
+    let scaled = (value * 1e7).round() as i64;
+    let mut n = scaled.unsigned_abs();
+    let mut at = digits.len();
+    for place in 0.. {
+        if place == 7 {
+            at -= 1;
+            digits[at] = b'.';
+        }
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 && place >= 7 {
+            break;
+        }
+    }
+    if scaled < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    at
+}
+
+/// Appends `value` with 7 decimals as one argument.
+#[inline]
+fn fixed_arg(resp: &mut Resp, value: f64) {
+    let mut digits = [0u8; 32];
+    let at = render_fixed(value, &mut digits);
+    resp.arg(&digits[at..]);
+}
+
+fn hex_arg(resp: &mut Resp, id: u128) {
+    resp.arg_with(32, |out| write_hex_id(id, out));
+}
+
+/// Queues the three commands that store `batch` in `keys`.
+fn write_batch(resp: &mut Resp, keys: Keys, batch: &[Event]) {
+    resp.begin(2 + 3 * batch.len());
+    resp.arg(b"GEOADD");
+    resp.arg(keys.positions);
+    for e in batch {
+        fixed_arg(resp, e.lon);
+        fixed_arg(resp, e.lat);
+        hex_arg(resp, e.id);
+    }
+    for (key, by_entity) in [(keys.records, false), (keys.latest, true)] {
+        resp.begin(2 + 2 * batch.len());
+        resp.arg(b"HSET");
+        resp.arg(key);
+        for e in batch {
+            hex_arg(resp, if by_entity { e.entity } else { e.id });
+            resp.arg_with(EVENT_BYTES, |out| out.extend_from_slice(&e.encode()));
+        }
+    }
+}
+
+fn io_error(e: std::io::Error) -> OpError {
+    op_error(true, e)
+}
+
+/// Sends `batch` into `keys` and checks the three replies.
+async fn insert_batch(resp: &mut Resp, keys: Keys, batch: &[Event]) -> Result<(), OpError> {
+    write_batch(resp, keys, batch);
+    resp.flush().await.map_err(io_error)?;
+    let mut failure = None;
+    for _ in 0..3 {
+        if let Err(message) = resp.skip().await.map_err(io_error)? {
+            failure.get_or_insert(message);
+        }
+    }
+    failure.map_or(Ok(()), |m| Err(OpError::Failed(m)))
+}
+
+/// Reads a GEOSEARCH reply of bare members into `ids`.
+async fn read_members(resp: &mut Resp, ids: &mut Vec<u128>) -> Result<(), OpError> {
+    match resp.frame().await.map_err(io_error)? {
+        Frame::Array(Some(n)) => {
+            for _ in 0..n {
+                match resp.frame().await.map_err(io_error)? {
+                    Frame::Bulk(Some(r)) => {
+                        ids.push(parse_hex_id(resp.bytes(r)).ok_or_else(|| {
+                            OpError::Failed("a member that is not an event id".into())
+                        })?)
+                    }
+                    other => {
+                        return Err(OpError::Failed(format!(
+                            "unexpected GEOSEARCH element {other:?}"
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Frame::Error(r) => Err(OpError::Failed(
+            String::from_utf8_lossy(resp.bytes(r)).into_owned(),
+        )),
+        other => Err(OpError::Failed(format!(
+            "unexpected GEOSEARCH reply {other:?}"
+        ))),
+    }
+}
+
+fn parse_f64(bytes: &[u8]) -> Option<f64> {
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// Reads a GEOSEARCH … WITHCOORD reply and keeps the members inside `ring`.
+async fn read_inside(
+    resp: &mut Resp,
+    ring: &[(f64, f64)],
+    ids: &mut Vec<u128>,
+) -> Result<(), OpError> {
+    let bad = |what: &str| OpError::Failed(format!("unexpected GEOSEARCH WITHCOORD reply: {what}"));
+    let polygon = Query::geo_polygon(ring);
+    let n = match resp.frame().await.map_err(io_error)? {
+        Frame::Array(Some(n)) => n,
+        Frame::Error(r) => {
+            return Err(OpError::Failed(
+                String::from_utf8_lossy(resp.bytes(r)).into_owned(),
+            ));
+        }
+        _ => return Err(bad("not an array")),
+    };
+    for _ in 0..n {
+        // A frame's range is valid only until the next read: use each before reading on.
+        let Frame::Array(Some(2)) = resp.frame().await.map_err(io_error)? else {
+            return Err(bad("an element is not [member, [lon, lat]]"));
+        };
+        let Frame::Bulk(Some(member)) = resp.frame().await.map_err(io_error)? else {
+            return Err(bad("a member is not a string"));
+        };
+        let id = parse_hex_id(resp.bytes(member))
+            .ok_or_else(|| bad("a member that is not an event id"))?;
+        let Frame::Array(Some(2)) = resp.frame().await.map_err(io_error)? else {
+            return Err(bad("coordinates are not a pair"));
+        };
+        let mut coordinates = [0.0f64; 2];
+        for value in &mut coordinates {
+            let Frame::Bulk(Some(r)) = resp.frame().await.map_err(io_error)? else {
+                return Err(bad("a coordinate is not a string"));
+            };
+            *value = parse_f64(resp.bytes(r)).ok_or_else(|| bad("a coordinate is not a number"))?;
+        }
+        let [lon, lat] = coordinates;
+        if polygon.contains(&Point::new(lon, lat)) {
+            ids.push(id);
+        }
+    }
+    Ok(())
+}
+
+/// Answers `query` from the query set.
+async fn answer(resp: &mut Resp, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError> {
+    ids.clear();
+    match query {
+        Query::Latest { entity } => {
+            resp.begin(3);
+            resp.arg(b"HGET");
+            resp.arg(QUERY_SET.latest);
+            hex_arg(resp, *entity);
+            resp.flush().await.map_err(io_error)?;
+            match resp.frame().await.map_err(io_error)? {
+                Frame::Bulk(Some(r)) => ids.extend(Event::id_of_record(resp.bytes(r))),
+                Frame::Bulk(None) => {}
+                other => return Err(OpError::Failed(format!("unexpected HGET reply {other:?}"))),
+            }
+            Ok(())
+        }
+        Query::Radius { lat, lon, radius_m } => {
+            resp.begin(8);
+            for a in [&b"GEOSEARCH"[..], QUERY_SET.positions, b"FROMLONLAT"] {
+                resp.arg(a);
+            }
+            fixed_arg(resp, *lon);
+            fixed_arg(resp, *lat);
+            resp.arg(b"BYRADIUS");
+            fixed_arg(resp, *radius_m);
+            resp.arg(b"m");
+            resp.flush().await.map_err(io_error)?;
+            read_members(resp, ids).await
+        }
+        Query::Polygon { ring, .. } => {
+            let (min_lat, max_lat, min_lon, max_lon) = bounds(ring);
+            let widest = if min_lat <= 0.0 && max_lat >= 0.0 {
+                0.0
+            } else {
+                min_lat.abs().min(max_lat.abs())
+            };
+            // A margin so that the box, however the server measures it, holds the polygon.
+            let width_m =
+                (max_lon - min_lon) * METRES_PER_DEGREE * widest.to_radians().cos() * 1.02 + 100.0;
+            let height_m = (max_lat - min_lat) * METRES_PER_DEGREE * 1.02 + 100.0;
+            resp.begin(10);
+            for a in [&b"GEOSEARCH"[..], QUERY_SET.positions, b"FROMLONLAT"] {
+                resp.arg(a);
+            }
+            fixed_arg(resp, (min_lon + max_lon) / 2.0);
+            fixed_arg(resp, (min_lat + max_lat) / 2.0);
+            resp.arg(b"BYBOX");
+            fixed_arg(resp, width_m);
+            fixed_arg(resp, height_m);
+            resp.arg(b"m");
+            resp.arg(b"WITHCOORD");
+            resp.flush().await.map_err(io_error)?;
+            read_inside(resp, ring, ids).await
+        }
+    }
+}
+
+/// Opens an authenticated connection on the right database.
+async fn connect(address: &Address, identity: &Identity) -> Result<Resp, TargetError> {
+    let connect_error = |message: String| TargetError::Connect {
+        system: identity.name.clone(),
+        url: identity.url_redacted.clone(),
+        message,
+    };
+    let target = format!("{}:{}", address.host, address.port);
+    let mut resp = Resp::connect(&target, CONNECT_TIMEOUT).await.map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            " — is the server running? (scripts/services start)"
+        } else {
+            ""
+        };
+        connect_error(format!("{e}{hint}"))
+    })?;
+    if let Some(password) = &address.password {
+        let mut args: Vec<&[u8]> = vec![b"AUTH"];
+        if let Some(user) = &address.user {
+            args.push(user.as_bytes());
+        }
+        args.push(password.as_bytes());
+        if let Value::Error(e) = resp
+            .call(&args)
+            .await
+            .map_err(|e| connect_error(e.to_string()))?
+        {
+            return Err(connect_error(e));
+        }
+    }
+    if address.db != 0 {
+        let db = address.db.to_string();
+        if let Value::Error(e) = resp
+            .call(&[b"SELECT", db.as_bytes()])
+            .await
+            .map_err(|e| connect_error(e.to_string()))?
+        {
+            return Err(connect_error(e));
+        }
+    }
+    Ok(resp)
+}
+
+pub struct RedisTarget {
+    identity: Identity,
+    address: Address,
+    control: Resp,
+}
+
+impl RedisTarget {
+    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
+        let address = parse_url(&spec.url).map_err(|message| TargetError::Url {
+            url: spec.url_redacted(),
+            message,
+        })?;
+        let identity = Identity {
+            name: spec
+                .name
+                .clone()
+                .unwrap_or_else(|| spec.scheme().to_owned()),
+            url_redacted: spec.url_redacted(),
+        };
+        let control = connect(&address, &identity).await?;
+        Ok(Box::new(RedisTarget {
+            identity,
+            address,
+            control,
+        }))
+    }
+
+    fn error(&self, e: impl ToString) -> TargetError {
+        TargetError::Query {
+            system: self.identity.name.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    async fn call(&mut self, args: &[&[u8]]) -> Result<Value, TargetError> {
+        match self.control.call(args).await {
+            Ok(Value::Error(e)) => {
+                Err(self.error(format!("{}: {e}", String::from_utf8_lossy(args[0]))))
+            }
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    async fn int(&mut self, args: &[&[u8]]) -> Result<i64, TargetError> {
+        match self.call(args).await? {
+            Value::Int(n) => Ok(n),
+            other => Err(self.error(format!("expected an integer, got {other:?}"))),
+        }
+    }
+
+    async fn config(&mut self, name: &str) -> Result<String, TargetError> {
+        match self.call(&[b"CONFIG", b"GET", name.as_bytes()]).await? {
+            Value::Array(Some(items)) if items.len() == 2 => {
+                Ok(items[1].text().unwrap_or_default())
+            }
+            other => Err(self.error(format!("CONFIG GET {name} answered {other:?}"))),
+        }
+    }
+
+    async fn delete(&mut self, keys: &[&[u8]]) -> Result<(), TargetError> {
+        let mut args: Vec<&[u8]> = vec![b"DEL"];
+        args.extend_from_slice(keys);
+        self.int(&args).await.map(drop)
+    }
+}
+
+/// The server's INFO fields.
+fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+impl Target for RedisTarget {
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    fn identity_mut(&mut self) -> &mut Identity {
+        &mut self.identity
+    }
+
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+        Box::pin(async move {
+            let info = self
+                .call(&[b"INFO", b"server"])
+                .await?
+                .text()
+                .unwrap_or_default();
+            let (kind, version) = match info_field(&info, "valkey_version") {
+                Some(v) => ("valkey", format!("Valkey {v}")),
+                None => (
+                    "redis",
+                    format!(
+                        "Redis {}",
+                        info_field(&info, "redis_version").unwrap_or("(unknown)")
+                    ),
+                ),
+            };
+            let appendonly = self.config("appendonly").await?;
+            let appendfsync = self.config("appendfsync").await?;
+            let save = self.config("save").await?;
+            let dir = self.config("dir").await?;
+            let durable = appendonly == "yes" && appendfsync == "always";
+            let durability = if durable {
+                "durable: appendonly yes, appendfsync always (AOF fsync before replies)".to_owned()
+            } else if appendonly == "yes" {
+                format!("not durable per write: appendonly yes, appendfsync {appendfsync}")
+            } else if save.is_empty() {
+                "volatile: no persistence (appendonly no, save '')".to_owned()
+            } else {
+                format!("volatile: appendonly no, RDB snapshots only (save '{save}')")
+            };
+            let refusal = match self.address.asked {
+                Some(Asked::Durable) if !durable => Some(format!(
+                    "asked for durability=durable, but the server runs appendonly {appendonly}, appendfsync {appendfsync} (durable needs appendonly yes and appendfsync always)"
+                )),
+                Some(Asked::Volatile) if appendonly == "yes" => Some(format!(
+                    "asked for durability=volatile, but the server runs appendonly yes (appendfsync {appendfsync})"
+                )),
+                _ => None,
+            };
+            let settings = BTreeMap::from([
+                ("appendonly".to_owned(), appendonly),
+                ("appendfsync".to_owned(), appendfsync),
+                ("save".to_owned(), save),
+                (
+                    "io-threads".to_owned(),
+                    self.config("io-threads").await.unwrap_or_default(),
+                ),
+            ]);
+            Ok(Description {
+                kind: kind.into(),
+                version,
+                settings,
+                durable,
+                durability,
+                data_dir: is_local_host(&self.address.host).then(|| PathBuf::from(dir)),
+                refusal,
+                method: vec![
+                    "a batch is three pipelined commands: GEOADD of every position, HSET of every 128-byte record by event id, HSET of the latest record by entity id".into(),
+                    "radius: GEOSEARCH BYRADIUS (spherical distance); polygon: GEOSEARCH BYBOX over the polygon's bounding box, then an exact point-in-polygon filter in the client (Redis has no polygon query)".into(),
+                ],
+            })
+        })
+    }
+
+    fn prepare(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            let owner = self.call(&[b"GET", OWNER_KEY]).await?;
+            let ours = matches!(&owner, Value::Bulk(Some(v)) if v == MARKER);
+            if !ours {
+                for key in all_keys() {
+                    if self.int(&[b"EXISTS", key]).await? > 0 {
+                        return Err(TargetError::Foreign {
+                            system: self.identity.name.clone(),
+                            object: format!("key {}", String::from_utf8_lossy(key)),
+                        });
+                    }
+                }
+            }
+            self.delete(&all_keys()).await?;
+            self.call(&[b"SET", OWNER_KEY, MARKER]).await.map(drop)
+        })
+    }
+
+    fn load<'a>(&'a mut self, events: &'a [Event]) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            for chunk in events.chunks(LOAD_CHUNK) {
+                insert_batch(&mut self.control, QUERY_SET, chunk)
+                    .await
+                    .map_err(|e| TargetError::Query {
+                        system: self.identity.name.clone(),
+                        message: format!("loading the query set: {e}"),
+                    })?;
+            }
+            Ok(())
+        })
+    }
+
+    fn verify_indexes(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, TargetError>> {
+        Box::pin(async move {
+            let kind = self
+                .call(&[b"TYPE", QUERY_SET.positions])
+                .await?
+                .text()
+                .unwrap_or_default();
+            let hash = self
+                .call(&[b"TYPE", QUERY_SET.latest])
+                .await?
+                .text()
+                .unwrap_or_default();
+            if kind != "zset" || hash != "hash" {
+                return Err(self.error(format!(
+                    "the query set's keys are a {kind} and a {hash} (expected zset and hash)"
+                )));
+            }
+            Ok(BTreeMap::from([
+                (
+                    "query.spatial_index".to_owned(),
+                    "geo sorted set (52-bit geohash scores, TYPE zset)".to_owned(),
+                ),
+                (
+                    "query.latest".to_owned(),
+                    "hash by entity id (TYPE hash)".to_owned(),
+                ),
+            ]))
+        })
+    }
+
+    fn reset_inserts(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.delete(&[
+                INSERT_SET.positions,
+                INSERT_SET.records,
+                INSERT_SET.latest,
+                POINT_ADDS,
+            ])
+            .await
+        })
+    }
+
+    fn count_inserts(&mut self) -> BoxFuture<'_, Result<u64, TargetError>> {
+        Box::pin(async move {
+            let positions = self.int(&[b"ZCARD", INSERT_SET.positions]).await?;
+            let records = self.int(&[b"HLEN", INSERT_SET.records]).await?;
+            if positions != records {
+                return Err(self.error(format!("{positions} positions but {records} records")));
+            }
+            let points = self.int(&[b"ZCARD", POINT_ADDS]).await?;
+            Ok((positions + points) as u64)
+        })
+    }
+
+    fn cleanup(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move {
+            if matches!(self.call(&[b"GET", OWNER_KEY]).await?, Value::Bulk(Some(v)) if v == MARKER)
+            {
+                self.delete(&all_keys()).await?;
+                self.delete(&[OWNER_KEY]).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_workers(&self, size: usize) -> BoxFuture<'_, Result<Box<dyn GeoWorkers>, TargetError>> {
+        let (address, identity) = (self.address.clone(), self.identity.clone());
+        let connector: Connector<RedisSession> = Arc::new(move || {
+            let (address, identity) = (address.clone(), identity.clone());
+            Box::pin(async move {
+                let resp = connect(&address, &identity)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(RedisSession { resp })
+            })
+        });
+        Box::pin(async move {
+            async_workers(size, connector)
+                .await
+                .map_err(TargetError::Other)
+        })
+    }
+
+    fn supports_point_adds(&self) -> bool {
+        true
+    }
+}
+
+struct RedisSession {
+    resp: Resp,
+}
+
+impl GeoSession for RedisSession {
+    async fn insert(&mut self, batch: &[Event]) -> Result<(), OpError> {
+        insert_batch(&mut self.resp, INSERT_SET, batch).await
+    }
+
+    async fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError> {
+        answer(&mut self.resp, query, ids).await
+    }
+
+    /// `GEOADD key lon lat m:NNNNNNNNNNNNNN` per event, as redis-benchmark sends it.
+    async fn add_points(&mut self, events: &[Event], first: u64) -> Result<(), OpError> {
+        let resp = &mut self.resp;
+        for (k, e) in events.iter().enumerate() {
+            resp.begin(5);
+            resp.arg(b"GEOADD");
+            resp.arg(POINT_ADDS);
+            fixed_arg(resp, e.lon);
+            fixed_arg(resp, e.lat);
+            let member = first + k as u64;
+            resp.arg_with(16, |out| {
+                out.extend_from_slice(b"m:");
+                let mut digits = [b'0'; 14];
+                let mut n = member;
+                for d in digits.iter_mut().rev() {
+                    *d = b'0' + (n % 10) as u8;
+                    n /= 10;
+                }
+                out.extend_from_slice(&digits);
+            });
+        }
+        resp.flush().await.map_err(io_error)?;
+        let mut failure = None;
+        for _ in 0..events.len() {
+            match resp.frame().await.map_err(io_error)? {
+                Frame::Int(_) => {}
+                Frame::Error(r) => {
+                    failure
+                        .get_or_insert_with(|| String::from_utf8_lossy(resp.bytes(r)).into_owned());
+                }
+                other => {
+                    failure.get_or_insert_with(|| format!("unexpected GEOADD reply {other:?}"));
+                }
+            }
+        }
+        failure.map_or(Ok(()), |m| Err(OpError::Failed(m)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_carry_host_credentials_database_and_the_durability_asked_for() {
+        let a = parse_url("redis://:s3cret@127.0.0.1:6380/2?durability=durable").unwrap();
+        assert_eq!((a.host.as_str(), a.port, a.db), ("127.0.0.1", 6380, 2));
+        assert_eq!((a.user, a.password.as_deref()), (None, Some("s3cret")));
+        assert_eq!(a.asked, Some(Asked::Durable));
+        let b = parse_url("valkey://127.0.0.1").unwrap();
+        assert_eq!((b.port, b.asked), (6379, None));
+        assert!(
+            parse_url("redis://127.0.0.1:6379?durability=maybe")
+                .unwrap_err()
+                .contains("durability=durable|volatile")
+        );
+        assert!(parse_url("redis://127.0.0.1:port").is_err());
+    }
+
+    #[test]
+    fn coordinates_are_written_with_seven_decimals() {
+        for (value, text) in [
+            (2.3522, "2.3522000"),
+            (-0.1278, "-0.1278000"),
+            (-122.4194, "-122.4194000"),
+            (0.0, "0.0000000"),
+            (1000.5, "1000.5000000"),
+        ] {
+            let mut digits = [0u8; 32];
+            let at = render_fixed(value, &mut digits);
+            assert_eq!(std::str::from_utf8(&digits[at..]).unwrap(), text, "{value}");
+        }
+    }
+}
