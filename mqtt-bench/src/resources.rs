@@ -16,9 +16,9 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 pub enum Probe {
     /// A whole process, by PID.
     Process(u32),
-    /// This process's threads whose names start with the prefix (an embedded broker); its
-    /// memory cannot be told apart from the client's, so only CPU is read.
-    Threads(String),
+    /// This process's threads whose names start with one of the prefixes (an embedded broker);
+    /// its memory cannot be told apart from the client's, so only CPU is read.
+    Threads(Vec<String>),
 }
 
 /// Clock ticks per second of /proc's CPU figures.
@@ -46,12 +46,15 @@ impl Probe {
             Probe::Process(pid) => {
                 stat_cpu_ns(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
             }
-            Probe::Threads(prefix) => {
+            Probe::Threads(prefixes) => {
                 let mut total = 0;
                 for entry in fs::read_dir("/proc/self/task").ok()?.flatten() {
                     let path = entry.path();
                     let name = fs::read_to_string(path.join("comm")).unwrap_or_default();
-                    if name.trim_end().starts_with(prefix.as_str()) {
+                    if prefixes
+                        .iter()
+                        .any(|p| name.trim_end().starts_with(p.as_str()))
+                    {
                         let stat = fs::read_to_string(path.join("stat")).unwrap_or_default();
                         total += stat_cpu_ns(&stat).unwrap_or(0);
                     }
@@ -186,7 +189,7 @@ mod tests {
         let me = Probe::Process(std::process::id());
         assert!(me.alive());
         assert!(me.rss_bytes().unwrap() > 0);
-        let lane = Probe::Threads("no-such-thread-name".into());
+        let lane = Probe::Threads(vec!["no-such-thread-name".into()]);
         assert_eq!(lane.cpu_ns(), Some(0));
         assert_eq!(lane.rss_bytes(), None);
         let sampler = Sampler::start(me);
