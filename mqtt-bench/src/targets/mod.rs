@@ -34,7 +34,7 @@ pub enum TargetError {
     Url { url: String, message: String },
     #[error("the embedded broker did not start: {0}")]
     Embedded(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Conn(#[from] ConnError),
     #[error("{0}")]
     Other(String),
