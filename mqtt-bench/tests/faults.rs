@@ -15,7 +15,7 @@ use support::*;
 fn refused(extra: &[&str], expected: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let error = run(&args(&out, extra)).err().expect("the run is refused");
+    let error = run(&args(&out, extra)).expect_err("the run is refused");
     let message = format!("{error:#}");
     // The first line says it all (clap adds a hint to --help below its own).
     let first = message.lines().next().unwrap_or_default();

@@ -164,10 +164,7 @@ impl<'a> Publisher<'a> {
                 return None;
             }
             let packet_id = if spec.pub_qos > 0 {
-                match self.flight.free_ids.pop() {
-                    Some(id) => id,
-                    None => return None,
-                }
+                self.flight.free_ids.pop()?
             } else {
                 0
             };

@@ -92,17 +92,26 @@ pub fn endpoint(addr: String, username: Option<String>, password: Option<String>
 }
 
 /// What a broker says about itself over MQTT: the retained `$SYS/broker/version`, when it
-/// publishes one (Mosquitto and mochi-mqtt do; RabbitMQ does not).
+/// publishes one (Mosquitto and mochi-mqtt do; RabbitMQ does not). A broker that refuses the
+/// connection is an error; one that refuses or drops the `$SYS` subscription publishes none.
 pub async fn sys_version(
     endpoint: &Endpoint,
     client_id: &str,
 ) -> Result<Option<String>, ConnError> {
     let mut conn = Conn::connect(endpoint, client_id).await?;
+    let version = read_sys_version(&mut conn, endpoint).await.unwrap_or(None);
+    conn.disconnect().await;
+    Ok(version)
+}
+
+async fn read_sys_version(
+    conn: &mut Conn,
+    endpoint: &Endpoint,
+) -> Result<Option<String>, ConnError> {
     conn.subscribe("$SYS/broker/version", 0, endpoint.handshake_timeout)
         .await?;
     let deadline = Instant::now() + SYS_WAIT;
-    let mut version = None;
-    'wait: while let Ok(filled) = tokio::time::timeout_at(deadline.into(), conn.fill()).await {
+    while let Ok(filled) = tokio::time::timeout_at(deadline.into(), conn.fill()).await {
         filled?;
         while let Some(frame) = conn.next_frame()? {
             if frame.kind != kind::PUBLISH {
@@ -111,13 +120,13 @@ pub async fn sys_version(
             if let Ok(publish) = codec::decode_publish(conn.body(&frame), frame.qos())
                 && publish.topic == b"$SYS/broker/version"
             {
-                version = Some(String::from_utf8_lossy(publish.payload).trim().to_owned());
-                break 'wait;
+                return Ok(Some(
+                    String::from_utf8_lossy(publish.payload).trim().to_owned(),
+                ));
             }
         }
     }
-    conn.disconnect().await;
-    Ok(version)
+    Ok(None)
 }
 
 /// Sends one message of the run's payload size at QoS 1 through the broker and checks it comes
@@ -181,9 +190,7 @@ async fn wait_for(conn: &mut Conn, wanted: u8) -> Result<Option<Vec<u8>>, ConnEr
     loop {
         while let Some(frame) = conn.next_frame()? {
             if frame.kind == kind::PUBLISH && frame.qos() == 1 {
-                let id = codec::packet_id(&conn.body(&frame)[..], "PUBLISH").unwrap_or(0);
-                let body = conn.body(&frame).to_vec();
-                let id = codec::decode_publish(&body, 1).map_or(id, |p| p.packet_id);
+                let id = codec::decode_publish(conn.body(&frame), 1).map_or(0, |p| p.packet_id);
                 codec::encode_ack(&mut conn.wbuf, kind::PUBACK, id);
                 conn.flush().await?;
             }
