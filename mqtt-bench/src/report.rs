@@ -3,7 +3,7 @@
 //! (lost, duplicated, out of order) and what each broker cost in CPU and memory.
 
 use common::human::{format_bytes, format_latency_ns, format_rate};
-use common::report::{Table, verdicts};
+use common::report::{Table, problems, verdicts};
 use common::results::{Cell, Report, Status, SystemInfo, VerdictKind};
 
 use crate::Opts;
@@ -241,23 +241,6 @@ pub fn resources_table(report: &Report) -> Table {
         rows,
         numeric: true,
     }
-}
-
-fn problems(report: &Report) -> Vec<String> {
-    report
-        .cells
-        .iter()
-        .filter(|c| c.status != Status::Ok)
-        .map(|c| {
-            format!(
-                "{} · {}: {} — {}",
-                c.workload,
-                c.system,
-                c.status.as_str(),
-                c.reason.as_deref().unwrap_or("no reason recorded")
-            )
-        })
-        .collect()
 }
 
 fn tables(report: &Report) -> Vec<Table> {

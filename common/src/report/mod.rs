@@ -177,7 +177,7 @@ pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
 }
 
 /// Why each cell that is not `ok` has no figure.
-fn problems(report: &Report) -> Vec<String> {
+pub fn problems(report: &Report) -> Vec<String> {
     report
         .cells
         .iter()

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::lanes::Lanes;
 use common::recorder::Recorder;
-use hdrhistogram::Histogram;
 
 use self::publisher::{Publisher, PublisherReport};
 use self::subscriber::{Subscriber, SubscriberReport};
@@ -246,11 +245,11 @@ async fn measure(
     let mut stuck = 0;
     let publisher = match tokio::time::timeout_at(give_up.into(), &mut pub_task).await {
         Ok(Ok(report)) => report,
-        Ok(Err(e)) => failed_publisher(format!("the publisher's task failed: {e}")),
+        Ok(Err(e)) => PublisherReport::failed(Some(format!("the publisher's task failed: {e}"))),
         Err(_) => {
             pub_task.abort();
             stuck += 1;
-            failed_publisher("the publisher was still busy at the ceiling".into())
+            PublisherReport::failed(Some("the publisher was still busy at the ceiling".into()))
         }
     };
     // A publisher that failed never said how many it sent; the subscribers then drain and stop.
@@ -301,20 +300,6 @@ fn merge(
         stuck,
         process_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
         clients,
-    }
-}
-
-fn failed_publisher(error: String) -> PublisherReport {
-    PublisherReport {
-        sent: 0,
-        acked: 0,
-        send_elapsed: Duration::ZERO,
-        ack_elapsed: Duration::ZERO,
-        waited_on_broker: Duration::ZERO,
-        missed_ticks: 0,
-        lag: None,
-        ack_latency: None::<Histogram<u64>>,
-        error: Some(error),
     }
 }
 

@@ -14,8 +14,8 @@ use rumqttd::{Broker as Rumqttd, Config, ConnectionSettings, RouterConfig, Serve
 use super::{Broker, TargetError, endpoint, settings};
 use crate::resources::Probe;
 
-/// The crate version the embedded broker was built from, as Cargo resolved it.
-pub const RUMQTTD_VERSION: &str = "0.20.0";
+/// The crate version the embedded broker was built from, as Cargo resolved it (build.rs).
+pub const RUMQTTD_VERSION: &str = env!("FAIRBENCH_RUMQTTD_VERSION");
 /// Thread names of the embedded broker: its listener thread, and rumqttd's router thread.
 const THREAD_PREFIXES: [&str; 2] = ["fb-broker", "router-"];
 /// Largest payload the embedded broker accepts.
@@ -23,9 +23,10 @@ const MAX_PAYLOAD_BYTES: usize = 256 * 1024 * 1024;
 /// Its per-connection in-flight limit, as Mosquitto is configured in seed 000.
 const MAX_INFLIGHT: usize = 64;
 /// Per-topic commit log: segments of this size, this many kept. rumqttd keeps every message
-/// in its log until a segment is dropped, so these bound its memory per topic.
-const SEGMENT_BYTES: usize = 16 * 1024 * 1024;
-const SEGMENTS: usize = 4;
+/// in its log until a segment is dropped, and every window has a topic of its own, so these
+/// bound its memory. 3 MiB holds far more than a closed-loop publisher's backlog of messages.
+const SEGMENT_BYTES: usize = 1024 * 1024;
+const SEGMENTS: usize = 3;
 /// How long the broker may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
