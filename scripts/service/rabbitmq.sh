@@ -32,8 +32,12 @@ CONF
       RABBITMQ_LOG_BASE=$dir/log RABBITMQ_NODENAME=rabbit@localhost \
       RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$amqp RABBITMQ_DIST_PORT=$((amqp + 20000)) \
       RABBITMQ_PID_FILE=$dir/rabbit.pid ERL_EPMD_ADDRESS=127.0.0.1 ERL_EPMD_PORT=$epmd_port
-    as_user rabbitmq /usr/lib/rabbitmq/bin/rabbitmq-server >"$dir/log/server.out" 2>&1
-  ) &
+    # runuser resets HOME to the rabbitmq user's; env puts it back, so the Erlang cookie stays
+    # in the state directory.
+    as_user rabbitmq env HOME="$dir/home" /usr/lib/rabbitmq/bin/rabbitmq-server
+  ) >"$dir/log/server.out" 2>&1 </dev/null &
+  # (The whole launcher is redirected: one left holding the caller's stdout would keep
+  # `eval "$(scripts/services start …)"` waiting for ever.)
   echo $! >"$state/rabbitmq-launcher.pid"
   wait_until RabbitMQ 180 "$dir/log/server.out" bash -c "exec 3<>/dev/tcp/127.0.0.1/$mqtt"
   wait_until "RabbitMQ's pid file" 20 "$dir/log/server.out" test -s "$dir/rabbit.pid"
