@@ -276,33 +276,7 @@ async fn measure(
     interrupt: &AtomicBool,
 ) -> anyhow::Result<Summary> {
     let common = &opts.common;
-    let mut cells: Vec<Vec<(CellBuilder, Tally)>> = rows
-        .iter()
-        .map(|row| {
-            brokers
-                .iter()
-                .map(|b| {
-                    let clients = 1 + if row.scenario == crate::options::Scenario::Fanout {
-                        opts.subscribers
-                    } else {
-                        1
-                    };
-                    let cell = Cell::new(
-                        &row.name,
-                        &b.info.name,
-                        row.unit,
-                        clients as u32,
-                        common.rounds,
-                    );
-                    let mut builder = CellBuilder::new(cell, common.ceiling);
-                    for label in &b.info.labels {
-                        builder.add_label(label);
-                    }
-                    (builder, Tally::default())
-                })
-                .collect()
-        })
-        .collect();
+    let mut cells = new_cells(opts, brokers, &rows);
     for row in &cells {
         for (b, t) in row {
             report.upsert_cell(finished_cell(b, t));
@@ -363,6 +337,37 @@ async fn measure(
             .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
     finish(opts, brokers, report, results)
+}
+
+/// One cell per row and broker, carrying the broker's labels.
+fn new_cells(opts: &Opts, brokers: &[Broker], rows: &[Row]) -> Vec<Vec<(CellBuilder, Tally)>> {
+    let common = &opts.common;
+    rows.iter()
+        .map(|row| {
+            brokers
+                .iter()
+                .map(|b| {
+                    let subscribers = if row.scenario == crate::options::Scenario::Fanout {
+                        opts.subscribers
+                    } else {
+                        1
+                    };
+                    let cell = Cell::new(
+                        &row.name,
+                        &b.info.name,
+                        row.unit,
+                        (subscribers + 1) as u32,
+                        common.rounds,
+                    );
+                    let mut builder = CellBuilder::new(cell, common.ceiling);
+                    for label in &b.info.labels {
+                        builder.add_label(label);
+                    }
+                    (builder, Tally::default())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn finished_cell(builder: &CellBuilder, tally: &Tally) -> Cell {
