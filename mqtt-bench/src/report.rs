@@ -1,0 +1,492 @@
+//! mqtt-bench's tables, pure functions of a [`Report`]: the seed's table (scenario rows, one
+//! column per broker, the ratio against the reference), the QoS 0 sweep, the delivery ledger
+//! (lost, duplicated, out of order) and what each broker cost in CPU and memory.
+
+use common::human::{format_bytes, format_latency_ns, format_rate};
+use common::report::{Table, problems, verdicts};
+use common::results::{Cell, Report, Status, SystemInfo, VerdictKind};
+
+use crate::Opts;
+
+fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload && c.system == system)
+}
+
+fn workloads(report: &Report) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for cell in &report.cells {
+        if !seen.contains(&cell.workload.as_str()) {
+            seen.push(&cell.workload);
+        }
+    }
+    seen
+}
+
+fn header(report: &Report, first: &str) -> Vec<String> {
+    let mut header = vec![first.to_owned()];
+    for s in &report.systems {
+        let mut name = s.name.clone();
+        if report.reference.as_deref() == Some(&s.name) && report.systems.len() > 1 {
+            name.push_str(" (ref)");
+        }
+        for label in &s.labels {
+            name.push_str(&format!(" [{label}]"));
+        }
+        header.push(name);
+    }
+    header
+}
+
+fn is_latency(cell: &Cell) -> bool {
+    cell.workload.starts_with("latency")
+}
+
+/// A cell's headline: the median rate with its round range, or for latency rows
+/// p50 / p99 / p99.9; a cell that is not ok shows its status.
+fn headline(cell: &Cell) -> String {
+    if cell.status != Status::Ok {
+        return cell.status.as_str().to_owned();
+    }
+    if is_latency(cell) {
+        return cell.latency_ns.map_or("–".into(), |l| {
+            format!(
+                "{} / {} / {}",
+                format_latency_ns(l.p50),
+                format_latency_ns(l.p99),
+                format_latency_ns(l.p999)
+            )
+        });
+    }
+    match cell.usable_throughput() {
+        Some(t) if t.rounds.len() > 1 => format!(
+            "{} ({}–{})",
+            format_rate(t.median),
+            format_rate(t.min),
+            format_rate(t.max)
+        ),
+        Some(t) => format_rate(t.median),
+        None => "–".into(),
+    }
+}
+
+/// The seed's table: scenario rows, one column per broker, and each broker's ratio against the
+/// reference (parity when the round ranges overlap).
+pub fn seed_table(report: &Report) -> Table {
+    let verdicts = verdicts(report);
+    let reference = report.reference.clone().unwrap_or_default();
+    let others: Vec<&SystemInfo> = report
+        .systems
+        .iter()
+        .filter(|s| s.name != reference)
+        .collect();
+    let mut head = header(report, "scenario");
+    for s in &others {
+        head.push(format!("{} / {reference}", s.name));
+    }
+    let rows = workloads(report)
+        .into_iter()
+        .map(|workload| {
+            let unit = report
+                .cells
+                .iter()
+                .find(|c| c.workload == workload)
+                .map_or("", |c| {
+                    if is_latency(c) {
+                        "p50 / p99 / p99.9"
+                    } else {
+                        c.unit.as_str()
+                    }
+                });
+            let mut row = vec![format!("{workload} ({unit})")];
+            row.extend(
+                report
+                    .systems
+                    .iter()
+                    .map(|s| find(report, workload, &s.name).map_or("–".into(), headline)),
+            );
+            for s in &others {
+                let ratio = verdicts
+                    .iter()
+                    .find(|v| v.workload == workload && v.system == s.name)
+                    .filter(|_| !workload.starts_with("latency"));
+                row.push(ratio.map_or("—".into(), |v| {
+                    let word = match v.verdict {
+                        VerdictKind::Faster => "higher",
+                        VerdictKind::Slower => "lower",
+                        VerdictKind::Parity => "parity",
+                    };
+                    format!("{:.2}× {word}", v.ratio)
+                }));
+            }
+            row
+        })
+        .collect();
+    Table {
+        title: "Scenarios (median of the measured rounds, min–max; latency from the intended send time)"
+            .into(),
+        header: head,
+        rows,
+        numeric: true,
+    }
+}
+
+/// The QoS 0 sweep of each broker's last measured round: offered, accepted, delivered, loss.
+pub fn sweep_table(report: &Report) -> Option<Table> {
+    let mut rows = Vec::new();
+    for cell in report
+        .cells
+        .iter()
+        .filter(|c| c.workload.starts_with("qos0 delivered"))
+    {
+        let Some(last) = cell
+            .extra
+            .get("rounds")
+            .and_then(|r| r.as_array()?.last().cloned())
+        else {
+            continue;
+        };
+        for step in last["steps"].as_array().into_iter().flatten() {
+            let rate = |key: &str| step[key].as_f64().map_or("–".into(), format_rate);
+            let loss = step["delivery"]["lost"].as_f64().unwrap_or(0.0)
+                / step["delivery"]["sent"].as_f64().unwrap_or(0.0).max(1.0);
+            rows.push(vec![
+                cell.system.clone(),
+                rate("offered_per_s"),
+                rate("accepted_per_s"),
+                rate("delivered_per_s"),
+                format!("{:.3}%", loss * 100.0),
+                step["step"].as_str().unwrap_or("").to_owned(),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        title: "QoS 0 1→1 sweep, last measured round (msg/s; the figure is the highest delivered rate of an ok or broker-limited step)".into(),
+        header: ["broker", "offered", "accepted", "delivered", "loss", "step"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        numeric: true,
+    })
+}
+
+/// Every message accounted for: sent (per subscriber), lost, duplicated, out of order.
+pub fn delivery_table(report: &Report) -> Table {
+    let rows = workloads(report)
+        .into_iter()
+        .map(|workload| {
+            let mut row = vec![workload.to_owned()];
+            row.extend(report.systems.iter().map(|s| {
+                let Some(d) = find(report, workload, &s.name).and_then(|c| c.extra.get("delivery"))
+                else {
+                    return "–".into();
+                };
+                let n = |k: &str| d[k].as_u64().unwrap_or(0);
+                format!(
+                    "{} / {} / {} / {}",
+                    format_rate(n("sent") as f64),
+                    n("lost"),
+                    n("duplicates"),
+                    n("out_of_order")
+                )
+            }));
+            row
+        })
+        .collect();
+    Table {
+        title: "Delivery ledger over the measured rounds: owed / lost / duplicated / out of order"
+            .into(),
+        header: header(report, "scenario"),
+        rows,
+        numeric: true,
+    }
+}
+
+/// CPU per message of the broker and of mqtt-bench, and peak memory, per row and broker.
+pub fn resources_table(report: &Report) -> Table {
+    let rows = workloads(report)
+        .into_iter()
+        .map(|workload| {
+            let mut row = vec![workload.to_owned()];
+            row.extend(report.systems.iter().map(|s| {
+                let Some(cell) = find(report, workload, &s.name) else {
+                    return "–".into();
+                };
+                let ns = |v: Option<f64>| v.map_or("–".into(), |ns| format!("{ns:.0} ns"));
+                let broker_cpu = ns(cell
+                    .extra
+                    .get("broker_cpu_ns_per_msg")
+                    .and_then(|v| v.as_f64()));
+                let client_cpu = ns(cell.client_cpu_ns_per_op);
+                let rss = |key: &str| {
+                    cell.extra
+                        .get(key)
+                        .and_then(|v| v.as_u64())
+                        .map_or("–".into(), format_bytes)
+                };
+                format!(
+                    "{broker_cpu} / {client_cpu} · {} / {}",
+                    rss("broker_peak_rss_bytes"),
+                    rss("client_peak_rss_bytes")
+                )
+            }));
+            row
+        })
+        .collect();
+    Table {
+        title: "CPU per message, broker / mqtt-bench · peak RSS, broker / mqtt-bench".into(),
+        header: header(report, "scenario"),
+        rows,
+        numeric: true,
+    }
+}
+
+fn tables(report: &Report) -> Vec<Table> {
+    let mut tables = vec![seed_table(report)];
+    tables.extend(sweep_table(report));
+    tables.push(delivery_table(report));
+    tables.push(resources_table(report));
+    tables
+}
+
+fn footer(report: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    for s in &report.systems {
+        lines.push(format!("{}: {} at {}", s.name, s.version, s.url_redacted));
+    }
+    if let Some(brokers) = report.extra.get("brokers").and_then(|b| b.as_object()) {
+        for (name, b) in brokers {
+            if let Some(rss) = b["rss_after_run_bytes"].as_u64() {
+                lines.push(format!("{name}: RSS after the run {}", format_bytes(rss)));
+            }
+        }
+    }
+    let env = &report.environment;
+    lines.push(format!(
+        "{} · {} cores · {} · load {:.2} at start{}",
+        env.cpu_model,
+        env.cores,
+        format_bytes(env.memory_bytes),
+        env.loadavg_start[0],
+        env.loadavg_end
+            .map_or(String::new(), |l| format!(", {:.2} at end", l[0]))
+    ));
+    lines
+}
+
+fn title(report: &Report) -> String {
+    format!("{} · {}", report.tool, report.section)
+}
+
+/// The terminal summary printed at the end of a run.
+pub fn render(report: &Report) -> String {
+    let mut out = format!("\n{}\n\n", title(report));
+    for table in tables(report) {
+        out.push_str(&table.to_text());
+        out.push('\n');
+    }
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("Cells without a figure:\n");
+        for line in problems {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push('\n');
+    }
+    for line in footer(report) {
+        out.push_str(&format!("{line}\n"));
+    }
+    for note in &report.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// `report.md`: the same tables, the brokers' evidence, the environment and the notes.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = format!("# {}\n\n", title(report));
+    out.push_str(&format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).\n\n",
+        report.run_id,
+        report.started_at,
+        report
+            .finished_at
+            .as_deref()
+            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
+        report.tool,
+        report.tool_version,
+        report.git_commit.as_deref().unwrap_or("unknown"),
+    ));
+    for table in tables(report) {
+        out.push_str(&table.to_markdown());
+        out.push('\n');
+    }
+    let problems = problems(report);
+    if !problems.is_empty() {
+        out.push_str("**Cells without a figure**\n\n");
+        for line in problems {
+            out.push_str(&format!("- {line}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str("**Brokers (as each described itself)**\n\n");
+    for s in &report.systems {
+        let verified: Vec<String> = s.verified.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!(
+            "- {}: {} — {}\n",
+            s.name,
+            s.version,
+            verified.join(", ")
+        ));
+    }
+    out.push_str("\n**Environment**\n\n");
+    for line in footer(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    if !report.notes.is_empty() {
+        out.push_str("\n**What this run does not establish, and other notes**\n\n");
+        for note in &report.notes {
+            out.push_str(&format!("- {note}\n"));
+        }
+    }
+    out
+}
+
+/// What a reader must know about how the figures were made.
+pub fn notes(opts: &Opts, systems: &[SystemInfo]) -> Vec<String> {
+    let mut notes = vec![
+        "Client and brokers share this machine: mqtt-bench's CPU is taken from the brokers' (its own CPU per message is reported beside theirs).".to_owned(),
+        "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
+        format!(
+            "QoS 0 1→1 is the highest delivered rate with loss ≤ {:.2}% at a publish rate mqtt-bench did not limit; a broker that slowed its publisher through TCP counts at the rate it delivered. Delivered rates are never compared with accepted ones.",
+            opts.max_loss * 100.0
+        ),
+        format!(
+            "Closed-loop publishers stay at most {} messages ahead of their slowest subscriber, so broker queues stay bounded; rates count to the last delivery (or acknowledgement).",
+            opts.backlog
+        ),
+        "A QoS 1/2 message lost, or a QoS 2 message delivered twice, makes its cell an error; QoS 0 loss is reported in the ledger.".to_owned(),
+    ];
+    if systems
+        .iter()
+        .any(|s| s.labels.iter().any(|l| l == "embedded"))
+    {
+        notes.push("The embedded broker runs inside mqtt-bench's process: its CPU is read from its own threads and subtracted from the client's; its memory cannot be told apart from the client's.".into());
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::environment::Environment;
+    use common::results::{Percentiles, Throughput};
+    use serde_json::json;
+
+    fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
+        let mut cell = Cell::new(workload, system, "msg/s", 2, rounds.len() as u32);
+        cell.throughput = Throughput::from_rounds(rounds.to_vec());
+        cell.latency_ns = Some(Percentiles {
+            p50: 19_000,
+            p95: 25_000,
+            p99: 27_000,
+            p999: 90_000,
+            max: 1_000_000,
+            mean: 20_000.0,
+        });
+        cell.client_cpu_ns_per_op = Some(150.0);
+        cell.extra.insert(
+            "delivery".into(),
+            json!({"sent": 1000, "distinct": 1000, "lost": 0, "duplicates": 0, "out_of_order": 0, "strays": 0}),
+        );
+        cell.extra
+            .insert("broker_cpu_ns_per_msg".into(), json!(900.0));
+        cell.extra
+            .insert("broker_peak_rss_bytes".into(), json!(8_388_608));
+        cell
+    }
+
+    pub fn sample() -> Report {
+        let system = |name: &str, labels: &[&str]| SystemInfo {
+            name: name.into(),
+            kind: name.into(),
+            url_redacted: format!("mqtt://127.0.0.1:1883/{name}"),
+            version: format!("{name} 1.0"),
+            labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+            ..SystemInfo::default()
+        };
+        let mut sweep = cell("qos0 delivered 1→1", "mosquitto", &[300_000.0, 302_000.0]);
+        sweep.extra.insert(
+            "rounds".into(),
+            json!([{ "steps": [
+                {"offered_per_s": 100000.0, "accepted_per_s": 99900.0, "delivered_per_s": 99800.0, "delivery": {"sent": 1000, "lost": 0}, "step": "ok"},
+                {"offered_per_s": 400000.0, "accepted_per_s": 302000.0, "delivered_per_s": 301000.0, "delivery": {"sent": 1000, "lost": 0}, "step": "broker-limited"}
+            ]}]),
+        );
+        let mut lossy = cell("qos1 acked publish, 64 in flight", "embedded", &[]);
+        lossy.status = Status::Error;
+        lossy.reason = Some("round 1: 3 QoS 1 messages lost".into());
+        Report {
+            schema_version: 1,
+            tool: "mqtt-bench".into(),
+            tool_version: "0.1.0".into(),
+            git_commit: None,
+            suite: "brokers".into(),
+            section: "64-byte payloads".into(),
+            run_id: "r".into(),
+            reference: Some("mosquitto".into()),
+            started_at: "2026-11-30T00:00:00Z".into(),
+            finished_at: None,
+            options: json!({"rounds": 2}),
+            environment: Environment::default(),
+            data: None,
+            systems: vec![
+                system("mosquitto", &[]),
+                system("embedded", &["embedded", "colocated"]),
+            ],
+            cells: vec![
+                cell(
+                    "qos1 acked publish, 64 in flight",
+                    "mosquitto",
+                    &[130_000.0, 131_000.0],
+                ),
+                lossy,
+                sweep,
+                cell("qos0 delivered 1→1", "embedded", &[224_000.0, 226_000.0]),
+                cell(
+                    "latency qos0 @ 10,000/s",
+                    "mosquitto",
+                    &[10_000.0, 10_000.0],
+                ),
+                cell("latency qos0 @ 10,000/s", "embedded", &[10_000.0, 10_000.0]),
+            ],
+            verdicts: vec![],
+            notes: vec!["all on one machine".into()],
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn terminal_report_snapshot() {
+        insta::assert_snapshot!(render(&sample()));
+    }
+
+    #[test]
+    fn markdown_report_snapshot() {
+        insta::assert_snapshot!(render_markdown(&sample()));
+    }
+
+    #[test]
+    fn the_seed_table_puts_ratios_beside_the_figures_and_none_on_latency() {
+        let table = seed_table(&sample());
+        assert_eq!(table.header.last().unwrap(), "embedded / mosquitto");
+        let qos0 = &table.rows[1];
+        assert!(qos0[0].starts_with("qos0 delivered"), "{qos0:?}");
+        assert_eq!(qos0[3], "0.75× lower");
+        assert_eq!(table.rows[0][2], "error");
+        assert_eq!(table.rows[2][1], "19.0 µs / 27.0 µs / 90.0 µs");
+        assert_eq!(table.rows[2][3], "—");
+    }
+}

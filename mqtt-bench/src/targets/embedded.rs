@@ -1,0 +1,134 @@
+//! The embedded broker: rumqttd, started inside this process on a free loopback port when no
+//! broker is named (or for `--broker embedded`). It shares the machine and the process with the
+//! client, so every report labels it embedded and colocated, and its CPU is read from its own
+//! threads.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::options::TargetSpec;
+use common::results::SystemInfo;
+use rumqttd::{Broker as Rumqttd, Config, ConnectionSettings, RouterConfig, ServerSettings};
+
+use super::{Broker, TargetError, endpoint, settings};
+use crate::resources::Probe;
+
+/// The crate version the embedded broker was built from, as Cargo resolved it (build.rs).
+pub const RUMQTTD_VERSION: &str = env!("FAIRBENCH_RUMQTTD_VERSION");
+/// Thread names of the embedded broker: its listener thread, and rumqttd's router thread.
+const THREAD_PREFIXES: [&str; 2] = ["fb-broker", "router-"];
+/// Largest payload the embedded broker accepts.
+const MAX_PAYLOAD_BYTES: usize = 256 * 1024 * 1024;
+/// Its per-connection in-flight limit, as Mosquitto is configured in seed 000.
+const MAX_INFLIGHT: usize = 64;
+/// Per-topic commit log: segments of this size, this many kept. rumqttd keeps every message
+/// in its log until a segment is dropped, and every window has a topic of its own, so these
+/// bound its memory. 3 MiB holds far more than a closed-loop publisher's backlog of messages.
+const SEGMENT_BYTES: usize = 1024 * 1024;
+const SEGMENTS: usize = 3;
+/// How long the broker may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Keeps the embedded broker alive; it runs until the process exits (rumqttd has no shutdown).
+#[derive(Debug)]
+pub struct EmbeddedBroker {
+    pub addr: SocketAddr,
+}
+
+pub const LABELS: [&str; 2] = ["embedded", "colocated"];
+
+pub async fn open(spec: &TargetSpec) -> Result<Broker, TargetError> {
+    let guard = tokio::task::spawn_blocking(start)
+        .await
+        .map_err(|e| TargetError::Embedded(e.to_string()))??;
+    let verified = settings([
+        ("max_inflight_count", MAX_INFLIGHT.to_string()),
+        ("max_payload_size", MAX_PAYLOAD_BYTES.to_string()),
+        ("segment_bytes", SEGMENT_BYTES.to_string()),
+        ("segments_per_topic", SEGMENTS.to_string()),
+        ("listen", guard.addr.to_string()),
+    ]);
+    let info = SystemInfo {
+        name: spec.name.clone().unwrap_or_else(|| "embedded".to_owned()),
+        kind: "rumqttd".into(),
+        url_redacted: format!("mqtt://{}", guard.addr),
+        version: format!("rumqttd {RUMQTTD_VERSION} (embedded, in-process)"),
+        verified,
+        labels: LABELS.iter().map(|l| (*l).to_owned()).collect(),
+        data_dir: None,
+        durable_write_floor_ns: None,
+    };
+    Ok(Broker {
+        endpoint: endpoint(guard.addr.to_string(), None, None),
+        info,
+        probe: Some(Probe::Threads(
+            THREAD_PREFIXES.iter().map(|p| (*p).to_owned()).collect(),
+        )),
+        embedded: true,
+        _guard: Some(guard),
+    })
+}
+
+/// Starts rumqttd on a free port of 127.0.0.1 and waits until it accepts connections.
+fn start() -> Result<EmbeddedBroker, TargetError> {
+    let addr = free_loopback_port()?;
+    let mut v4 = HashMap::new();
+    v4.insert(
+        "1".to_owned(),
+        ServerSettings {
+            name: format!("{}-v4", THREAD_PREFIXES[0]),
+            listen: addr,
+            tls: None,
+            next_connection_delay_ms: 0,
+            connections: ConnectionSettings {
+                connection_timeout_ms: 10_000,
+                max_payload_size: MAX_PAYLOAD_BYTES,
+                max_inflight_count: MAX_INFLIGHT,
+                auth: None,
+                external_auth: None,
+                dynamic_filters: true,
+            },
+        },
+    );
+    let config = Config {
+        id: 0,
+        router: RouterConfig {
+            max_connections: 10_010,
+            max_outgoing_packet_count: 200,
+            max_segment_size: SEGMENT_BYTES,
+            max_segment_count: SEGMENTS,
+            ..RouterConfig::default()
+        },
+        v4: Some(v4),
+        ..Config::default()
+    };
+    std::thread::Builder::new()
+        .name(format!("{}-main", THREAD_PREFIXES[0]))
+        .spawn(move || {
+            let mut broker = Rumqttd::new(config);
+            if let Err(e) = broker.start() {
+                eprintln!("the embedded broker stopped: {e}");
+            }
+        })
+        .map_err(|e| TargetError::Embedded(e.to_string()))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if Instant::now() >= deadline {
+            return Err(TargetError::Embedded(format!(
+                "it did not accept connections on {addr} within {START_TIMEOUT:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(EmbeddedBroker { addr })
+}
+
+/// A port of 127.0.0.1 nothing listens on (the kernel's choice).
+fn free_loopback_port() -> Result<SocketAddr, TargetError> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| TargetError::Embedded(format!("no free loopback port: {e}")))?;
+    listener
+        .local_addr()
+        .map_err(|e| TargetError::Embedded(e.to_string()))
+}

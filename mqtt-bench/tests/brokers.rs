@@ -1,0 +1,251 @@
+//! `mqtt-bench` end to end, in-process, against the embedded broker and the real brokers the
+//! test command starts on loopback: every scenario, every message accounted for.
+
+mod support;
+
+use common::results::{Cell, Report, Status};
+use support::*;
+
+fn cells<'a>(report: &'a Report, system: &str) -> Vec<&'a Cell> {
+    report.cells.iter().filter(|c| c.system == system).collect()
+}
+
+fn delivery(cell: &Cell) -> (u64, u64, u64, u64) {
+    let d = &cell.extra["delivery"];
+    let n = |k: &str| d[k].as_u64().unwrap();
+    (n("sent"), n("distinct"), n("lost"), n("duplicates"))
+}
+
+/// Every owed message is either delivered or lost, and QoS 1/2 lose nothing.
+fn assert_accounted(cell: &Cell) {
+    let (sent, distinct, lost, duplicates) = delivery(cell);
+    assert!(
+        sent > 0,
+        "{} · {}: nothing sent",
+        cell.workload,
+        cell.system
+    );
+    assert_eq!(sent, distinct + lost, "{cell:?}");
+    let qos1_or_2 = cell.workload.contains("qos1") || cell.workload.contains("qos2");
+    if qos1_or_2 {
+        assert_eq!(
+            lost, 0,
+            "{} · {} lost QoS 1/2 messages",
+            cell.workload, cell.system
+        );
+    }
+    if cell.workload.contains("qos2") {
+        assert_eq!(duplicates, 0, "{cell:?}");
+    }
+}
+
+#[test]
+fn every_scenario_runs_against_mosquitto_and_the_embedded_broker_interleaved() {
+    let (Some(url), Some(pid)) = (
+        server_env("FAIRBENCH_TEST_MOSQUITTO_URL"),
+        server_env("FAIRBENCH_TEST_MOSQUITTO_PID"),
+    ) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mosquitto = format!("mosquitto={url}");
+    let pid = format!("mosquitto={pid}");
+    let summary = run(&args(
+        &out,
+        &[
+            "--broker",
+            &mosquitto,
+            "--broker",
+            "embedded",
+            "--broker-pid",
+            &pid,
+        ],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    let rows: Vec<&str> = cells(report, "mosquitto")
+        .iter()
+        .map(|c| c.workload.as_str())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "qos1 acked publish, 64 in flight",
+            "fan-out 1→20, qos0",
+            "qos0 delivered 1→1",
+            "latency qos0 @ 2,000/s",
+            "latency qos1 @ 2,000/s",
+            "latency qos2 @ 2,000/s",
+            "qos2 acked publish, 64 in flight"
+        ]
+    );
+    for cell in &report.cells {
+        // A busy machine may leave a paced publisher short of its rate (client-limited);
+        // anything else is a defect.
+        assert!(
+            matches!(cell.status, Status::Ok | Status::ClientLimited),
+            "{} · {}: {:?} {:?}",
+            cell.workload,
+            cell.system,
+            cell.status,
+            cell.reason
+        );
+        assert_accounted(cell);
+        let rounds = cell.extra["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 2, "the warm-up is discarded, two rounds kept");
+        assert!(cell.latency_ns.unwrap().p99 >= cell.latency_ns.unwrap().p50);
+        assert!(cell.client_cpu_ns_per_op.unwrap() > 0.0);
+    }
+    // The fan-out owes every message to each of its 20 subscribers.
+    let fanout = cells(report, "mosquitto")[1];
+    let rounds = fanout.extra["rounds"].as_array().unwrap();
+    let owed: u64 = rounds
+        .iter()
+        .map(|r| r["sent"].as_u64().unwrap() * 20)
+        .sum();
+    assert_eq!(delivery(fanout).0, owed);
+    // Mosquitto's own CPU and memory were sampled; the embedded broker's CPU from its threads.
+    for cell in cells(report, "mosquitto") {
+        assert!(
+            cell.extra["broker_cpu_ns_per_msg"].as_f64().is_some(),
+            "{cell:?}"
+        );
+        assert!(cell.extra["broker_peak_rss_bytes"].as_u64().unwrap() > 0);
+    }
+    assert!(
+        cells(report, "embedded")[0].extra["broker_cpu_ns_per_msg"]
+            .as_f64()
+            .is_some()
+    );
+    // The QoS 0 sweep reports offered, accepted and delivered rates for each step.
+    let sweep = &cells(report, "mosquitto")[2].extra["rounds"][0]["steps"];
+    let first = &sweep[0];
+    assert_eq!(first["offered_per_s"], 5_000.0);
+    for key in ["accepted_per_s", "delivered_per_s"] {
+        assert!(first[key].as_f64().unwrap() > 0.0, "{first}");
+    }
+    // The systems describe themselves.
+    let mosq = &report.systems[0];
+    assert!(
+        mosq.version.starts_with("mosquitto version"),
+        "{}",
+        mosq.version
+    );
+    assert_eq!(mosq.verified["config:max_inflight_messages"], "64");
+    assert_eq!(mosq.verified["config:persistence"], "false");
+    let embedded = &report.systems[1];
+    assert_eq!(embedded.labels, ["embedded", "colocated"]);
+    let json = read_json(&out);
+    assert_eq!(json["tool"], "mqtt-bench");
+    assert_eq!(json["options"]["payload_bytes"], 64);
+    assert_eq!(json["options"]["targets"][0], mosquitto.as_str());
+    assert_eq!(json["extra"]["client"]["inflight"], 64);
+    assert!(
+        json["extra"]["brokers"]["mosquitto"]["rss_after_run_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("| scenario | mosquitto (ref) | embedded [embedded] [colocated] | embedded / mosquitto |"), "{markdown}");
+    assert!(markdown.contains("QoS 0 1→1 sweep"), "{markdown}");
+}
+
+#[test]
+fn rabbitmq_and_mochi_are_measured_and_rabbitmq_downgrading_qos2_is_an_error() {
+    let (Some(rabbit), Some(mochi)) = (
+        server_env("FAIRBENCH_TEST_RABBITMQ_URL"),
+        std::env::var("FAIRBENCH_TEST_MOCHI_URL").ok().or_else(|| {
+            eprintln!("note: mochi-mqtt is not running (it needs a Go toolchain); measuring RabbitMQ only");
+            None
+        }).or(Some(String::new())),
+    ) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let rabbit = format!("rabbitmq={rabbit}");
+    let mochi = format!("mochi={mochi}");
+    let mut extra = vec![
+        "--broker",
+        rabbit.as_str(),
+        "--scenarios",
+        "qos1,qos2",
+        "--rounds",
+        "1",
+    ];
+    if mochi != "mochi=" {
+        extra.extend(["--broker", mochi.as_str()]);
+    }
+    let summary = run(&args(dir.path(), &extra)).unwrap();
+    assert_eq!(summary.exit_code, 1, "RabbitMQ's QoS 2 cell is not ok");
+    let report = &summary.report;
+    let find = |w: &str, s: &str| {
+        report
+            .cells
+            .iter()
+            .find(|c| c.workload.starts_with(w) && c.system == s)
+            .unwrap()
+    };
+    let qos1 = find("qos1", "rabbitmq");
+    assert_eq!(qos1.status, Status::Ok, "{:?}", qos1.reason);
+    assert_accounted(qos1);
+    let qos2 = find("qos2", "rabbitmq");
+    assert_eq!(qos2.status, Status::Error);
+    assert!(
+        qos2.reason.as_deref().unwrap().contains("granted QoS 1"),
+        "{:?}",
+        qos2.reason
+    );
+    if mochi != "mochi=" {
+        for w in ["qos1", "qos2"] {
+            let cell = find(w, "mochi");
+            assert_eq!(cell.status, Status::Ok, "{:?}", cell.reason);
+            assert_accounted(cell);
+        }
+    }
+}
+
+#[test]
+fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
+    // One message in flight and five queued per subscriber: at speed, Mosquitto drops QoS 1
+    // messages for a subscriber that is behind, which must be reported as loss, not a figure.
+    let Some(broker) = OwnMosquitto::start("max_inflight_messages 1\nmax_queued_messages 5") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("dropping={}", broker.url);
+    let summary = run(&args(
+        dir.path(),
+        &[
+            "--broker",
+            &url,
+            "--scenarios",
+            "fanout",
+            "--fanout-qos",
+            "1",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--backlog",
+            "100000",
+        ],
+    ))
+    .unwrap();
+    let cell = &summary.report.cells[0];
+    let (sent, distinct, lost, _) = delivery(cell);
+    assert!(
+        lost > 0,
+        "the broker was expected to drop messages: {cell:?}"
+    );
+    assert_eq!(sent, distinct + lost);
+    assert_eq!(cell.status, Status::Error);
+    let reason = cell.reason.as_deref().unwrap();
+    assert!(reason.contains("QoS 1 messages lost"), "{reason}");
+    assert!(cell.usable_throughput().is_none());
+    assert_eq!(summary.exit_code, 1);
+}

@@ -1,0 +1,160 @@
+//! What the integration tests share: the brokers the test command started, a lock so tests
+//! that load the machine do not run at once, Mosquitto instances of a test's own, and running
+//! mqtt-bench in-process.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use mqtt_bench::{Opts, Summary};
+
+/// One test at a time loads the brokers (and the machine's two cores).
+static SERVERS: Mutex<()> = Mutex::new(());
+
+pub fn lock_servers() -> MutexGuard<'static, ()> {
+    SERVERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a missing server must fail the test (the test command sets this; so does CI).
+pub fn servers_required() -> bool {
+    std::env::var_os("FAIRBENCH_REQUIRE_SERVERS").is_some()
+        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A variable the test command exports, or `None` (with a note) when running without it
+/// outside CI.
+pub fn server_env(variable: &str) -> Option<String> {
+    match std::env::var(variable) {
+        Ok(value) => Some(value),
+        Err(_) if servers_required() => {
+            panic!(
+                "{variable} is not set: run the tests through scripts/test, which starts the brokers"
+            )
+        }
+        Err(_) => {
+            eprintln!("skipped: {variable} is not set (run scripts/test to start the brokers)");
+            None
+        }
+    }
+}
+
+/// Runs `mqtt-bench ARGS…` in-process.
+pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
+    run_with(args, Arc::new(AtomicBool::new(false)))
+}
+
+pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let mut argv = vec!["mqtt-bench"];
+    argv.extend_from_slice(args);
+    let opts = Opts::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    mqtt_bench::run_with_interrupt(opts, interrupt)
+}
+
+/// Short windows and a short sweep, so a run takes seconds.
+pub const QUICK: &[&str] = &[
+    "--duration",
+    "1s",
+    "--rounds",
+    "2",
+    "--warmup",
+    "1",
+    "--sweep",
+    "5k,20k",
+    "--latency-rate",
+    "2k",
+    "--subscribers",
+    "20",
+    "--ceiling",
+    "30s",
+];
+
+/// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
+pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--output", output.to_str().unwrap(), "--quiet"];
+    for pair in QUICK.chunks(2) {
+        if !extra.contains(&pair[0]) {
+            all.extend_from_slice(pair);
+        }
+    }
+    all.extend_from_slice(extra);
+    all
+}
+
+pub fn read_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json exists");
+    serde_json::from_str(&text).expect("results.json parses")
+}
+
+/// A Mosquitto of a test's own on a free loopback port, killed when dropped.
+pub struct OwnMosquitto {
+    pub child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnMosquitto {
+    /// Starts `/usr/sbin/mosquitto` with `settings` added to a loopback listener; `None` when
+    /// Mosquitto is not installed outside CI.
+    pub fn start(settings: &str) -> Option<OwnMosquitto> {
+        let binary = PathBuf::from("/usr/sbin/mosquitto");
+        if !binary.exists() {
+            assert!(
+                !servers_required(),
+                "Mosquitto is not installed (scripts/install-servers mosquitto)"
+            );
+            eprintln!("skipped: Mosquitto is not installed");
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n{settings}\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(binary)
+            .arg("-c")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mosquitto starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "mosquitto did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(OwnMosquitto {
+            child,
+            url: format!("mqtt://127.0.0.1:{port}"),
+            _dir: dir,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for OwnMosquitto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
