@@ -2,6 +2,7 @@
 //! system durability-matched and verified before it is timed.
 
 pub mod durability;
+pub mod replication;
 pub mod suites;
 pub mod targets;
 

@@ -1,6 +1,7 @@
 //! `sql-bench crud`: seed 000's CRUD suite. Its phases: plan → connect → describe and verify
 //! durability → prepare and verify data → warm up and measure, interleaved → record → render.
 
+mod cluster;
 pub mod data;
 pub mod workers;
 pub mod workload;
@@ -25,8 +26,9 @@ use serde::Serialize;
 use self::data::CrudData;
 use self::workload::{Kind, MAX_WINDOWS, Mix, Workload};
 use crate::Summary;
-use crate::durability::Durability;
-use crate::targets::{self, KvTable, KvWindow, KvWorkers, Target};
+use crate::durability::{Durability, ReadFrom};
+use crate::replication::{ReplicaSpec, SystemEvidence};
+use crate::targets::{self, Description, KvTable, KvWindow, KvWorkers, Target};
 
 /// The table point reads go to.
 const READ_TABLE: &str = "crud_read";
@@ -56,6 +58,18 @@ pub struct CrudOpts {
     /// is labelled `unmatched durability`.
     #[arg(long)]
     pub allow_unmatched_durability: bool,
+
+    /// A target's replicas (standbys), as TARGET=HOST:PORT[,HOST:PORT…] or TARGET=URL; a bare
+    /// address reuses the target's user, password and database. C1–C4 need every replica of the
+    /// configuration, so each can be asked for its own status. TARGET may be left out when
+    /// there is one target.
+    #[arg(long = "replica", value_name = "TARGET=HOST:PORT", value_parser = ReplicaSpec::parse)]
+    pub replicas: Vec<ReplicaSpec>,
+
+    /// Where the read and mixed workloads' point reads go: the primary, or the replicas given
+    /// with --replica (connections spread evenly over them; writes stay on the primary).
+    #[arg(long, value_enum, default_value = "primary")]
+    pub read_from: ReadFrom,
 
     /// Rows in the table point reads go to (seed 000: 1,000).
     #[arg(long, default_value = "1000", value_parser = common::human::parse_count)]
@@ -87,6 +101,12 @@ struct System {
     refused: Option<String>,
     /// Why its reads cannot be trusted (the read table did not verify).
     reads_invalid: Option<String>,
+    /// Its replicas (`--replica`), resolved to URLs.
+    replicas: Vec<TargetSpec>,
+    /// Its URL under its settled name, once its cluster has been read.
+    spec: Option<TargetSpec>,
+    /// What its servers reported about the durability configuration.
+    evidence: Option<SystemEvidence>,
 }
 
 impl System {
@@ -96,6 +116,7 @@ impl System {
 }
 
 fn plan_workloads(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
+    cluster::check_options(opts)?;
     let connections = opts.common.connections;
     if connections > workload::MAX_CONNECTIONS {
         bail!(
@@ -271,6 +292,7 @@ async fn prepare(
             data.info.description
         ));
         create_tables(system, &data, read, write).await?;
+        cluster::verify_replica_reads(opts, system, &data, read).await?;
     }
     let sessions = workloads_max_connections(opts);
     for system in measured(&mut systems) {
@@ -284,19 +306,20 @@ fn measured(systems: &mut [System]) -> impl Iterator<Item = &mut System> {
     systems.iter_mut().filter(|s| s.refused.is_none())
 }
 
-/// Opens every target and reads what it reports about itself; refuses (or, when allowed,
-/// labels) each whose durability does not match the configuration.
+/// Opens every target and reads what it reports about itself and its cluster; refuses (or,
+/// when allowed, labels) each whose durability does not match the configuration.
 async fn connect_all(
     opts: &CrudOpts,
     specs: &[TargetSpec],
     results: &ResultsDir,
 ) -> anyhow::Result<Vec<System>> {
     let mut systems = Vec::new();
+    let mut descriptions: Vec<Description> = Vec::new();
     for spec in specs {
         let mut target = targets::open(spec, results.path()).await?;
         let description = target.describe(opts.config).await?;
         let identity = target.identity().clone();
-        let mut system = System {
+        systems.push(System {
             target,
             info: SystemInfo {
                 name: identity.name.clone(),
@@ -314,23 +337,43 @@ async fn connect_all(
             workers: None,
             refused: None,
             reads_invalid: None,
-        };
-        if !description.mismatches.is_empty() {
-            let what = description.mismatches.join("; ");
-            if opts.allow_unmatched_durability {
-                system.info.labels.push("unmatched durability".into());
-            } else {
-                system.refused = Some(format!(
-                    "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
-                    opts.config
-                ));
-            }
-        }
-        systems.push(system);
+            replicas: Vec::new(),
+            spec: None,
+            evidence: None,
+        });
+        descriptions.push(description);
     }
     let explicit: Vec<Option<String>> = specs.iter().map(|s| s.name.clone()).collect();
     settle_names(&mut systems, &explicit, opts.common.reference.as_deref())?;
+    let names: Vec<String> = systems.iter().map(|s| s.name().to_owned()).collect();
+    crate::replication::check_replica_targets(&opts.replicas, &names)
+        .map_err(anyhow::Error::msg)?;
+    for ((system, description), spec) in systems.iter_mut().zip(&descriptions).zip(specs) {
+        let mismatches = cluster::verify(opts, spec, system, description, names.len() == 1).await?;
+        judge(opts, system, &mismatches);
+        cluster::route_reads(opts, system);
+    }
     Ok(systems)
+}
+
+/// Refuses a system whose durability does not match, or labels it when that is allowed.
+fn judge(opts: &CrudOpts, system: &mut System, mismatches: &[String]) {
+    if let Some(evidence) = system.evidence.as_mut() {
+        evidence.matched = mismatches.is_empty();
+        evidence.measured_unmatched = !mismatches.is_empty() && opts.allow_unmatched_durability;
+    }
+    if mismatches.is_empty() {
+        return;
+    }
+    let what = mismatches.join("; ");
+    if opts.allow_unmatched_durability {
+        system.info.labels.push("unmatched durability".into());
+    } else {
+        system.refused = Some(format!(
+            "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
+            opts.config
+        ));
+    }
 }
 
 /// Creates both tables, verifies them from the engine's catalog, reads the read table back,
@@ -375,7 +418,7 @@ async fn measure(
         "sql-bench",
         env!("CARGO_PKG_VERSION"),
         "crud",
-        opts.config.section(),
+        &cluster::section(opts),
         options,
         environment,
     );
@@ -388,6 +431,7 @@ async fn measure(
             .unwrap_or_else(|| systems[0].name().to_owned()),
     );
     report.notes = notes(opts, &systems);
+    cluster::record_evidence(opts, &systems, &mut report);
     let mut builders: Vec<Vec<CellBuilder>> = workloads
         .iter()
         .map(|w| {
@@ -502,6 +546,12 @@ async fn measure(
             .notes
             .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
+    cluster::recheck(opts, &mut systems, &mut builders, &mut report).await;
+    for row in &builders {
+        for b in row {
+            report.upsert_cell(b.to_cell());
+        }
+    }
     finish(opts, systems, report, results, progress).await
 }
 
@@ -567,7 +617,7 @@ async fn verify_writes(
 
 fn notes(opts: &CrudOpts, systems: &[System]) -> Vec<String> {
     let mut notes = vec![
-        "Every system is one node and the client ran on this machine, beside any local server: the client's CPU time is taken from the servers'.".to_owned(),
+        cluster::topology_note(opts, systems),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
     ];
     if systems.iter().any(|s| s.info.kind == "sqlite") {
@@ -605,8 +655,15 @@ async fn finish(
         }
     }
     results.write_all(&report)?;
+    if let Some(evidence) = crate::replication::render::render_markdown(&report) {
+        let markdown = common::report::render_markdown(&report) + &evidence;
+        results.write_atomic("report.md", markdown.as_bytes())?;
+    }
     drop(progress);
     println!("{}", render_terminal(&report));
+    if let Some(evidence) = crate::replication::render::render_text(&report) {
+        println!("{evidence}");
+    }
     if !opts.common.quiet {
         eprintln!("results: {}", results.path().display());
     }
