@@ -45,6 +45,18 @@ mdb_wait_replicas() {
   done
 }
 
+# Waits (bounded) until a replica has applied everything in the primary's binlog.
+mdb_wait_caught_up() {
+  local node=$1 state=$2 deadline=$((SECONDS + 120)) primary replica
+  while :; do
+    primary=$(mdb_sql primary "$state" "SELECT @@gtid_binlog_pos")
+    replica=$(mdb_sql "$node" "$state" "SELECT @@gtid_slave_pos")
+    [ "$primary" = "$replica" ] && return 0
+    [ $SECONDS -ge $deadline ] && die "MariaDB $node is at GTID '$replica', the primary at '$primary'"
+    sleep 0.25
+  done
+}
+
 mariadb_up() {
   local state=$1 port node id=1
   [ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/install-servers mariadb)"
@@ -101,6 +113,9 @@ mariadb_config() {
   clients=""
   [ "$semi" = ON ] && clients=$#
   mdb_wait_replicas "$state" "$#" "$clients"
+  # A replica stopped for a while first replays what it missed; until it has, the primary's
+  # commits would wait for acknowledgements of events it has not reached and time out.
+  for node in $want; do mdb_wait_caught_up "$node" "$state"; done
   log "MariaDB switched to $config: semi-sync $semi at the primary, replicating to: ${want:-none}"
 }
 
