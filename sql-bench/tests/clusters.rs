@@ -172,6 +172,28 @@ fn assert_measured_and_verified(report: &Report, dir: &Path, config: &str) -> Va
     evidence
 }
 
+/// Switches the cluster to `config`, measures it as NAME with its first `n` replicas, and checks
+/// that it was measured and verified; returns the run and its stored evidence.
+fn measure(
+    cluster: &Cluster,
+    name: &str,
+    config: &str,
+    n: usize,
+    dir: &Path,
+) -> (sql_bench::Summary, Value) {
+    cluster.config(config);
+    let target = format!("{name}={}", cluster.url);
+    let replica = (n > 0).then(|| cluster.replica_flag(name, n));
+    let summary = crud(dir, config, &target, replica.as_deref(), &[]).unwrap();
+    assert_eq!(
+        summary.exit_code, 0,
+        "{config}: {:#?}",
+        summary.report.cells
+    );
+    let evidence = assert_measured_and_verified(&summary.report, dir, config);
+    (summary, evidence)
+}
+
 fn refusal(result: anyhow::Result<sql_bench::Summary>, out: &Path) -> String {
     let error = format!("{:#}", result.expect_err("the run is refused"));
     assert!(error.contains("no system can be measured"), "{error}");
@@ -218,16 +240,7 @@ fn postgres_c0_to_c4_are_read_from_the_servers_and_lies_are_refused() {
         ("C4", 2, "2: s1 streaming quorum, s2 streaming quorum"),
     ];
     for (config, n, streaming) in standbys {
-        cluster.config(config);
-        let replica = (n > 0).then(|| cluster.replica_flag("pg", n));
-        let dir = out(config);
-        let summary = crud(&dir, config, &target, replica.as_deref(), &[]).unwrap();
-        assert_eq!(
-            summary.exit_code, 0,
-            "{config}: {:#?}",
-            summary.report.cells
-        );
-        let evidence = assert_measured_and_verified(&summary.report, &dir, config);
+        let (summary, evidence) = measure(&cluster, "pg", config, n, &out(config));
         assert_eq!(
             reported(&evidence, "pg_stat_replication"),
             streaming,
@@ -334,16 +347,7 @@ fn mariadb_c0_to_c4_are_read_from_the_servers_and_a_lying_semi_sync_flag_is_refu
     let target = format!("maria={}", cluster.url);
     // Replicas only ever leave: one stopped for a while would first replay what it missed.
     for (config, n) in [("C4", 2), ("C3", 2), ("C1", 1), ("C2", 1), ("C0", 0)] {
-        cluster.config(config);
-        let replica = (n > 0).then(|| cluster.replica_flag("maria", n));
-        let dir = out(config);
-        let summary = crud(&dir, config, &target, replica.as_deref(), &[]).unwrap();
-        assert_eq!(
-            summary.exit_code, 0,
-            "{config}: {:#?}",
-            summary.report.cells
-        );
-        let evidence = assert_measured_and_verified(&summary.report, &dir, config);
+        let (summary, evidence) = measure(&cluster, "maria", config, n, &out(config));
         let connected = reported(&evidence, "replicas connected (Binlog Dump threads)");
         assert_eq!(connected, n.to_string(), "{config}");
         let semi_sync = matches!(config, "C1" | "C3" | "C4");

@@ -196,17 +196,12 @@ pub async fn verify(
             message: e.to_string(),
         })?;
     let mut checks = primary_checks(&facts, durability);
-    if durability.is_replicated() || !replicas.is_empty() {
-        checks.push(Check::new(
-            "replicas given (--replica)",
-            replicas.len().to_string(),
-            format!(
-                "{}: each replica is asked whether it replicates and how durably",
-                durability.replicas()
-            ),
-            replicas.len() == durability.replicas(),
-        ));
-    }
+    checks.extend(super::replicas_given(
+        "replicas",
+        "whether it replicates and how durably",
+        replicas,
+        durability,
+    ));
     for replica in replicas {
         checks.extend(replica_checks(replica, &facts.port, durability).await);
     }

@@ -196,6 +196,25 @@ pub async fn verify(
     }
 }
 
+/// Whether `--replica` named as many replicas as the configuration has (each is asked for its
+/// own status, so none may be left out); nothing to check for C0 without replicas.
+fn replicas_given(
+    noun: &str,
+    asked: &str,
+    replicas: &[TargetSpec],
+    durability: Durability,
+) -> Option<Check> {
+    (durability.is_replicated() || !replicas.is_empty()).then(|| {
+        let wanted = durability.replicas();
+        Check::new(
+            format!("{noun} given (--replica)"),
+            replicas.len().to_string(),
+            format!("{wanted}: each is asked {asked}"),
+            replicas.len() == wanted,
+        )
+    })
+}
+
 /// The checks that fail now that did not at the start: a replica gone, semi-sync fallen back,
 /// commits acknowledged without a replica while the run measured.
 pub fn changed_since(before: &ClusterEvidence, after: &ClusterEvidence) -> Vec<String> {

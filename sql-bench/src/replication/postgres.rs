@@ -259,17 +259,12 @@ pub async fn verify(
             .iter()
             .map(|s| format!("{} {} {}", s.name, s.state, s.sync_state)),
     );
-    if durability.is_replicated() || !replicas.is_empty() {
-        checks.push(Check::new(
-            "standbys given (--replica)",
-            replicas.len().to_string(),
-            format!(
-                "{}: each standby is asked for its own fsync and what it streams from",
-                durability.replicas()
-            ),
-            replicas.len() == durability.replicas(),
-        ));
-    }
+    checks.extend(super::replicas_given(
+        "standbys",
+        "for its own fsync and what it streams from",
+        replicas,
+        durability,
+    ));
     for replica in replicas {
         checks.extend(standby_checks(replica, &facts).await);
     }

@@ -45,58 +45,54 @@ fn check_line(check: &crate::durability::Check) -> String {
     )
 }
 
-/// The block printed under the terminal tables.
-pub fn render_text(report: &Report) -> Option<String> {
+/// How one rendering lays the evidence out.
+struct Layout {
+    heading: fn(&str) -> String,
+    system: fn(&str, &str) -> String,
+    /// Put before each check, node list and note of a system.
+    item: &'static str,
+}
+
+fn render(report: &Report, layout: &Layout) -> Option<String> {
     let evidence = evidence(report)?;
     let config = format!("{:?}", evidence.config);
-    let mut out = format!("\n{}:\n", heading(&evidence));
+    let mut out = (layout.heading)(&heading(&evidence));
     for system in &evidence.systems {
-        out.push_str(&format!(
-            "  {}: {}\n",
-            system.system,
-            verdict(system, &config)
-        ));
-        for check in &system.evidence.checks {
-            out.push_str(&format!("    {}\n", check_line(check)));
-        }
+        out.push_str(&(layout.system)(&system.system, &verdict(system, &config)));
+        let mut items: Vec<String> = system.evidence.checks.iter().map(check_line).collect();
         if !system.evidence.nodes.is_empty() {
-            out.push_str(&format!(
-                "    nodes: {}\n",
-                system.evidence.nodes.join(" · ")
-            ));
+            items.push(format!("nodes: {}", system.evidence.nodes.join(" · ")));
         }
-        if let Some(approximation) = &system.evidence.approximation {
-            out.push_str(&format!("    {approximation}\n"));
+        items.extend(system.evidence.approximation.clone());
+        for item in items {
+            out.push_str(&format!("{}{item}\n", layout.item));
         }
     }
     Some(out)
 }
 
+/// The block printed under the terminal tables.
+pub fn render_text(report: &Report) -> Option<String> {
+    render(
+        report,
+        &Layout {
+            heading: |h| format!("\n{h}:\n"),
+            system: |name, verdict| format!("  {name}: {verdict}\n"),
+            item: "    ",
+        },
+    )
+}
+
 /// The section appended to `report.md`.
 pub fn render_markdown(report: &Report) -> Option<String> {
-    let evidence = evidence(report)?;
-    let config = format!("{:?}", evidence.config);
-    let mut out = format!("\n**{}**\n\n", heading(&evidence));
-    for system in &evidence.systems {
-        out.push_str(&format!(
-            "- **{}** {}\n",
-            system.system,
-            verdict(system, &config)
-        ));
-        for check in &system.evidence.checks {
-            out.push_str(&format!("  - {}\n", check_line(check)));
-        }
-        if !system.evidence.nodes.is_empty() {
-            out.push_str(&format!(
-                "  - nodes: {}\n",
-                system.evidence.nodes.join(" · ")
-            ));
-        }
-        if let Some(approximation) = &system.evidence.approximation {
-            out.push_str(&format!("  - {approximation}\n"));
-        }
-    }
-    Some(out)
+    render(
+        report,
+        &Layout {
+            heading: |h| format!("\n**{h}**\n\n"),
+            system: |name, verdict| format!("- **{name}** {verdict}\n"),
+            item: "  - ",
+        },
+    )
 }
 
 #[cfg(test)]
