@@ -46,7 +46,7 @@ pub(super) async fn verify(
     let mut mismatches = description.mismatches.clone();
     let Some(mut checks) = replication::settings_checks(kind, &description.settings, opts.config)
     else {
-        // No cluster to read (an embedded database): its refusal, if any, is its evidence.
+        // No cluster reader for this engine (SQLite has no cluster): its refusal is its evidence.
         if !mismatches.is_empty() {
             let checks = mismatches
                 .iter()
@@ -272,6 +272,7 @@ pub(super) async fn recheck(
         );
         for row in builders.iter_mut() {
             row[index].mark(Status::Invalid, reason.clone());
+            report.upsert_cell(row[index].to_cell());
         }
         before.changed_during_run = changes;
     }

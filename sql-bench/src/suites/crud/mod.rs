@@ -547,11 +547,6 @@ async fn measure(
             .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
     cluster::recheck(opts, &mut systems, &mut builders, &mut report).await;
-    for row in &builders {
-        for b in row {
-            report.upsert_cell(b.to_cell());
-        }
-    }
     finish(opts, systems, report, results, progress).await
 }
 
