@@ -345,6 +345,26 @@ fn mariadb_c0_to_c4_are_read_from_the_servers_and_a_lying_semi_sync_flag_is_refu
     };
     let (_scratch, out) = scratch();
     let target = format!("maria={}", cluster.url);
+    // C4 with the point reads sent to the replicas.
+    cluster.config("C4");
+    let dir = out("C4-replica-reads");
+    let replicas = cluster.replica_flag("maria", 2);
+    let summary = crud(
+        &dir,
+        "C4",
+        &target,
+        Some(&replicas),
+        &["--read-from", "replicas"],
+    )
+    .unwrap();
+    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert!(
+        summary
+            .report
+            .section
+            .ends_with("point reads from the replicas")
+    );
+
     // Replicas only ever leave: one stopped for a while would first replay what it missed.
     for (config, n) in [("C4", 2), ("C3", 2), ("C1", 1), ("C2", 1), ("C0", 0)] {
         let (summary, evidence) = measure(&cluster, "maria", config, n, &out(config));

@@ -14,7 +14,7 @@ use super::data::CrudData;
 use super::{CrudOpts, System};
 use crate::durability::{Check, ReadFrom};
 use crate::replication::{self, DurabilityEvidence, SystemEvidence};
-use crate::targets::{self, Description, KvTable, is_local_host};
+use crate::targets::{self, KvTable, is_local_host};
 
 /// How long a replica may take to replay the freshly loaded read table.
 const REPLICA_CATCH_UP: Duration = Duration::from_secs(30);
@@ -30,57 +30,108 @@ pub(super) fn check_options(opts: &CrudOpts) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A system's replicas and what its cluster reported.
+#[derive(Default)]
+pub(super) struct ClusterState {
+    /// Its replicas (`--replica`), resolved to URLs.
+    replicas: Vec<TargetSpec>,
+    /// Its URL under its settled name, once its cluster has been read.
+    spec: Option<TargetSpec>,
+    /// What its servers reported about the durability configuration.
+    evidence: Option<SystemEvidence>,
+}
+
+/// Reads every system's cluster once the systems are connected and named, and judges each on
+/// all its mismatches (its settings', already judged when it was described, and its
+/// cluster's); with `--read-from replicas`, points its reads at its replicas.
+pub(super) async fn verify_all(
+    opts: &CrudOpts,
+    specs: &[TargetSpec],
+    systems: &mut [System],
+) -> anyhow::Result<()> {
+    let names: Vec<String> = systems.iter().map(|s| s.name().to_owned()).collect();
+    replication::check_replica_targets(&opts.replicas, &names).map_err(anyhow::Error::msg)?;
+    for (system, spec) in systems.iter_mut().zip(specs) {
+        if let Some(mismatches) = verify(opts, spec, system, names.len() == 1).await? {
+            judge(opts, system, &mismatches);
+        }
+        if let (Some(evidence), None) = (system.cluster.evidence.as_mut(), &system.refused) {
+            evidence.matched = !system.info.labels.iter().any(|l| l == UNMATCHED);
+            evidence.measured_unmatched = !evidence.matched;
+        }
+        route_reads(opts, system);
+    }
+    Ok(())
+}
+
+/// The label of a system measured although its durability does not match.
+const UNMATCHED: &str = "unmatched durability";
+
+/// Refuses a system whose durability does not match, or labels it when that is allowed
+/// (the same judgement as when it was described, now on every mismatch).
+fn judge(opts: &CrudOpts, system: &mut System, mismatches: &[String]) {
+    system.info.labels.retain(|l| l != UNMATCHED);
+    system.refused = None;
+    if mismatches.is_empty() {
+        return;
+    }
+    if opts.allow_unmatched_durability {
+        system.info.labels.push(UNMATCHED.into());
+    } else {
+        system.refused = Some(format!(
+            "durability does not match {:?}: {}; pass --allow-unmatched-durability to measure it anyway, labelled",
+            opts.config,
+            mismatches.join("; ")
+        ));
+    }
+}
+
 /// Reads a system's cluster and checks it against `--config`; returns every mismatch (its
-/// settings' and its cluster's). A replica that cannot be reached is a mismatch, not an error.
-pub(super) async fn verify(
+/// settings' and its cluster's), or `None` for an engine without a cluster reader (SQLite),
+/// whose judgement stands. A replica that cannot be reached is a mismatch, not an error.
+async fn verify(
     opts: &CrudOpts,
     spec: &TargetSpec,
     system: &mut System,
-    description: &Description,
     single_target: bool,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Option<Vec<String>>> {
     let replicas =
         replication::replicas_of(system.name(), &spec.url, &opts.replicas, single_target)
             .map_err(anyhow::Error::msg)?;
-    let kind = description.kind.as_str();
-    let mut mismatches = description.mismatches.clone();
-    let Some(mut checks) = replication::settings_checks(kind, &description.settings, opts.config)
+    let kind = system.info.kind.clone();
+    // `verified` holds what the system reported when it was described, nothing else yet.
+    let Some(mut checks) = replication::settings_checks(&kind, &system.info.verified, opts.config)
     else {
-        // No cluster reader for this engine (SQLite has no cluster): its refusal is its evidence.
-        if !mismatches.is_empty() {
-            let checks = mismatches
-                .iter()
-                .map(|m| Check::new("settings", m.as_str(), opts.config.summary(), false))
-                .collect();
-            system.evidence = Some(evidence(system.name(), checks));
+        if let Some(reason) = &system.refused {
+            let check = Check::new("settings", reason.as_str(), opts.config.summary(), false);
+            system.cluster.evidence = Some(evidence(system.name(), vec![check]));
         }
-        return Ok(mismatches);
+        return Ok(None);
     };
     let primary = TargetSpec {
         name: Some(system.name().to_owned()),
         url: spec.url.clone(),
     };
-    let mut cluster = replication::verify(kind, &primary, &replicas, opts.config).await?;
-    mismatches.extend(cluster.mismatches());
+    let mut cluster = replication::verify(&kind, &primary, &replicas, opts.config).await?;
     system.info.verified.extend(cluster.verified());
     // The evidence lists the settings first, then what the cluster reported.
     checks.append(&mut cluster.checks);
     cluster.checks = checks;
-    let mut evidence = evidence(system.name(), Vec::new());
-    evidence.evidence = cluster;
-    system.evidence = Some(evidence);
-    system.replicas = replicas;
-    system.spec = Some(primary);
-    if let Some(label) = system
-        .evidence
-        .as_ref()
-        .and_then(|e| e.evidence.label.clone())
-    {
+    let mismatches = cluster.mismatches();
+    if let Some(label) = cluster.label.clone() {
         system.info.labels.push(label);
     }
-    Ok(mismatches)
+    let mut evidence = evidence(system.name(), Vec::new());
+    evidence.evidence = cluster;
+    system.cluster = ClusterState {
+        replicas,
+        spec: Some(primary),
+        evidence: Some(evidence),
+    };
+    Ok(Some(mismatches))
 }
 
+/// Evidence not yet judged: `checks` against the configuration.
 fn evidence(system: &str, checks: Vec<Check>) -> SystemEvidence {
     SystemEvidence {
         system: system.to_owned(),
@@ -96,16 +147,16 @@ fn evidence(system: &str, checks: Vec<Check>) -> SystemEvidence {
 
 /// With `--read-from replicas`, points the system's workers' reads at its replicas, or refuses
 /// it when it has none (reads would silently stay on the primary).
-pub(super) fn route_reads(opts: &CrudOpts, system: &mut System) {
+fn route_reads(opts: &CrudOpts, system: &mut System) {
     if opts.read_from != ReadFrom::Replicas || system.refused.is_some() {
         return;
     }
-    if system.replicas.is_empty() {
+    if system.cluster.replicas.is_empty() {
         system.refused = Some(format!(
             "point reads go to the replicas (--read-from replicas) but none was given for it (--replica {}=HOST:PORT)",
             system.name()
         ));
-    } else if let Err(e) = system.target.route_reads(&system.replicas) {
+    } else if let Err(e) = system.target.route_reads(&system.cluster.replicas) {
         system.refused = Some(e.to_string());
     }
 }
@@ -121,7 +172,7 @@ pub(super) async fn verify_replica_reads(
     if opts.read_from != ReadFrom::Replicas || system.reads_invalid.is_some() {
         return Ok(());
     }
-    for spec in system.replicas.clone() {
+    for spec in system.cluster.replicas.clone() {
         let mut replica = targets::open(&spec, Path::new(".")).await?;
         let deadline = Instant::now() + REPLICA_CATCH_UP;
         loop {
@@ -173,10 +224,14 @@ pub(super) fn topology_note(opts: &CrudOpts, systems: &[System]) -> String {
         return "Every system is one node and the client ran on this machine, beside any local server: the client's CPU time is taken from the servers'.".to_owned();
     }
     let local = systems.iter().filter(|s| s.refused.is_none()).all(|s| {
-        s.spec
+        s.cluster
+            .spec
             .as_ref()
             .is_some_and(|p| is_local_host(url_host(&p.url)))
-            && s.replicas.iter().all(|r| is_local_host(url_host(&r.url)))
+            && s.cluster
+                .replicas
+                .iter()
+                .all(|r| is_local_host(url_host(&r.url)))
     });
     let place = if local {
         "every node ran on this machine, as did the client: replication crosses loopback rather than a network, and the nodes share this machine's CPUs and disk with each other and with the client"
@@ -203,17 +258,18 @@ pub(super) fn record_evidence(opts: &CrudOpts, systems: &[System], report: &mut 
     let mut evidence = DurabilityEvidence::new(opts.config, opts.read_from);
     evidence
         .systems
-        .extend(systems.iter().filter_map(|s| s.evidence.clone()));
+        .extend(systems.iter().filter_map(|s| s.cluster.evidence.clone()));
     if evidence.systems.is_empty() {
         return;
     }
     if systems.iter().any(|s| {
         s.refused.is_none()
-            && s.evidence
+            && s.cluster
+                .evidence
                 .as_ref()
                 .is_some_and(|e| e.evidence.approximation.is_some())
     }) {
-        for system in systems.iter().filter_map(|s| s.evidence.as_ref()) {
+        for system in systems.iter().filter_map(|s| s.cluster.evidence.as_ref()) {
             if let Some(approximation) = &system.evidence.approximation {
                 let note = format!("{}: {approximation}.", system.system);
                 if !report.notes.contains(&note) {
@@ -238,7 +294,10 @@ pub(super) async fn recheck(
     report: &mut Report,
 ) {
     for (index, system) in systems.iter_mut().enumerate() {
-        let (Some(spec), Some(before)) = (system.spec.clone(), system.evidence.as_mut()) else {
+        let (Some(spec), Some(before)) = (
+            system.cluster.spec.clone(),
+            system.cluster.evidence.as_mut(),
+        ) else {
             continue;
         };
         if system.refused.is_some() {
@@ -247,7 +306,7 @@ pub(super) async fn recheck(
         let after = match replication::verify(
             &system.info.kind,
             &spec,
-            &system.replicas,
+            &system.cluster.replicas,
             opts.config,
         )
         .await

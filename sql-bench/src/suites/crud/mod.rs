@@ -27,8 +27,8 @@ use self::data::CrudData;
 use self::workload::{Kind, MAX_WINDOWS, Mix, Workload};
 use crate::Summary;
 use crate::durability::{Durability, ReadFrom};
-use crate::replication::{ReplicaSpec, SystemEvidence};
-use crate::targets::{self, Description, KvTable, KvWindow, KvWorkers, Target};
+use crate::replication::ReplicaSpec;
+use crate::targets::{self, KvTable, KvWindow, KvWorkers, Target};
 
 /// The table point reads go to.
 const READ_TABLE: &str = "crud_read";
@@ -101,12 +101,8 @@ struct System {
     refused: Option<String>,
     /// Why its reads cannot be trusted (the read table did not verify).
     reads_invalid: Option<String>,
-    /// Its replicas (`--replica`), resolved to URLs.
-    replicas: Vec<TargetSpec>,
-    /// Its URL under its settled name, once its cluster has been read.
-    spec: Option<TargetSpec>,
-    /// What its servers reported about the durability configuration.
-    evidence: Option<SystemEvidence>,
+    /// Its replicas and what its cluster reported (C0–C4).
+    cluster: cluster::ClusterState,
 }
 
 impl System {
@@ -260,6 +256,7 @@ async fn prepare(
 ) -> anyhow::Result<Vec<System>> {
     let (read, write) = tables(opts);
     let mut systems = connect_all(opts, specs, results).await?;
+    cluster::verify_all(opts, specs, &mut systems).await?;
     if systems.iter().all(|s| s.refused.is_some()) {
         bail!(
             "no system can be measured: {}",
@@ -306,20 +303,19 @@ fn measured(systems: &mut [System]) -> impl Iterator<Item = &mut System> {
     systems.iter_mut().filter(|s| s.refused.is_none())
 }
 
-/// Opens every target and reads what it reports about itself and its cluster; refuses (or,
-/// when allowed, labels) each whose durability does not match the configuration.
+/// Opens every target and reads what it reports about itself; refuses (or, when allowed,
+/// labels) each whose durability does not match the configuration.
 async fn connect_all(
     opts: &CrudOpts,
     specs: &[TargetSpec],
     results: &ResultsDir,
 ) -> anyhow::Result<Vec<System>> {
     let mut systems = Vec::new();
-    let mut descriptions: Vec<Description> = Vec::new();
     for spec in specs {
         let mut target = targets::open(spec, results.path()).await?;
         let description = target.describe(opts.config).await?;
         let identity = target.identity().clone();
-        systems.push(System {
+        let mut system = System {
             target,
             info: SystemInfo {
                 name: identity.name.clone(),
@@ -337,43 +333,24 @@ async fn connect_all(
             workers: None,
             refused: None,
             reads_invalid: None,
-            replicas: Vec::new(),
-            spec: None,
-            evidence: None,
-        });
-        descriptions.push(description);
+            cluster: Default::default(),
+        };
+        if !description.mismatches.is_empty() {
+            let what = description.mismatches.join("; ");
+            if opts.allow_unmatched_durability {
+                system.info.labels.push("unmatched durability".into());
+            } else {
+                system.refused = Some(format!(
+                    "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
+                    opts.config
+                ));
+            }
+        }
+        systems.push(system);
     }
     let explicit: Vec<Option<String>> = specs.iter().map(|s| s.name.clone()).collect();
     settle_names(&mut systems, &explicit, opts.common.reference.as_deref())?;
-    let names: Vec<String> = systems.iter().map(|s| s.name().to_owned()).collect();
-    crate::replication::check_replica_targets(&opts.replicas, &names)
-        .map_err(anyhow::Error::msg)?;
-    for ((system, description), spec) in systems.iter_mut().zip(&descriptions).zip(specs) {
-        let mismatches = cluster::verify(opts, spec, system, description, names.len() == 1).await?;
-        judge(opts, system, &mismatches);
-        cluster::route_reads(opts, system);
-    }
     Ok(systems)
-}
-
-/// Refuses a system whose durability does not match, or labels it when that is allowed.
-fn judge(opts: &CrudOpts, system: &mut System, mismatches: &[String]) {
-    if let Some(evidence) = system.evidence.as_mut() {
-        evidence.matched = mismatches.is_empty();
-        evidence.measured_unmatched = !mismatches.is_empty() && opts.allow_unmatched_durability;
-    }
-    if mismatches.is_empty() {
-        return;
-    }
-    let what = mismatches.join("; ");
-    if opts.allow_unmatched_durability {
-        system.info.labels.push("unmatched durability".into());
-    } else {
-        system.refused = Some(format!(
-            "durability does not match {:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled",
-            opts.config
-        ));
-    }
 }
 
 /// Creates both tables, verifies them from the engine's catalog, reads the read table back,
