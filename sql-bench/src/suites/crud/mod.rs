@@ -270,7 +270,12 @@ async fn prepare(
     for system in &systems {
         if let Some(reason) = &system.refused {
             progress.line(format!("{}: refused — {reason}", system.name()));
-        } else if !system.info.labels.is_empty() {
+        } else if system
+            .info
+            .labels
+            .iter()
+            .any(|l| l == "unmatched durability")
+        {
             progress.line(format!(
                 "{}: measured with unmatched durability, labelled",
                 system.name()
