@@ -4,6 +4,7 @@
 
 pub mod durability;
 pub mod query;
+pub mod replication;
 pub mod suites;
 pub mod targets;
 

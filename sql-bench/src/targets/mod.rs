@@ -88,6 +88,16 @@ pub trait Target: Send {
         durability: Durability,
     ) -> BoxFuture<'_, Result<Description, TargetError>>;
 
+    /// Sends the point reads of the workers opened from now on to `replicas` (session i to
+    /// replica i mod n); writes stay on this system. A system without replicas refuses.
+    fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
+        let _ = replicas;
+        Err(TargetError::Other(format!(
+            "{}: point reads cannot be sent to replicas",
+            self.identity().name
+        )))
+    }
+
     /// Fails with [`TargetError::Foreign`] when any of `tables` exists without fairbench's marker.
     fn check_namespace<'a>(
         &'a mut self,

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::driver::OpError;
@@ -22,6 +23,7 @@ use super::{
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
+use crate::replication::Routed;
 use crate::suites::crud::workers::async_workers;
 
 const DATABASE: &str = "fairbench";
@@ -34,13 +36,25 @@ pub struct MysqlTarget {
     identity: Identity,
     opts: Opts,
     control: Conn,
+    /// Where workers send their point reads instead of the primary (`--read-from replicas`).
+    read_replicas: Vec<Opts>,
 }
 
 fn physical(name: &str) -> String {
     format!("{DATABASE}.{name}")
 }
 
-async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
+/// The connection settings of a `mysql://` (or `mariadb://`) URL, always over TCP.
+pub(crate) fn parse_opts(spec: &TargetSpec) -> Result<Opts, TargetError> {
+    let url = spec.url.replacen("mariadb://", "mysql://", 1);
+    let parsed = Opts::from_url(&url).map_err(|e| TargetError::Url {
+        url: spec.url_redacted(),
+        message: e.to_string(),
+    })?;
+    Ok(OptsBuilder::from_opts(parsed).prefer_socket(false).into())
+}
+
+pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
     let failure = |message: String| TargetError::Connect {
         system: identity.name.clone(),
         url: identity.url_redacted.clone(),
@@ -74,12 +88,7 @@ fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
 impl MysqlTarget {
     /// `mysql://user:password@host:port/db` or the same with `mariadb://`.
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let url = spec.url.replacen("mariadb://", "mysql://", 1);
-        let parsed = Opts::from_url(&url).map_err(|e| TargetError::Url {
-            url: spec.url_redacted(),
-            message: e.to_string(),
-        })?;
-        let opts: Opts = OptsBuilder::from_opts(parsed).prefer_socket(false).into();
+        let opts = parse_opts(spec)?;
         let identity = Identity {
             name: spec
                 .name
@@ -93,6 +102,7 @@ impl MysqlTarget {
             identity,
             opts,
             control,
+            read_replicas: Vec::new(),
         }))
     }
 
@@ -181,30 +191,9 @@ impl Target for MysqlTarget {
                 .remove("datadir")
                 .filter(|_| local)
                 .map(PathBuf::from);
-            let get = |name: &str| settings.get(name).map_or("", String::as_str);
-            let mut mismatches = Vec::new();
-            match durability {
-                Durability::C0 => {
-                    if get("innodb_flush_log_at_trx_commit") != "1" {
-                        mismatches.push(format!(
-                            "innodb_flush_log_at_trx_commit={} (needs 1: flush the redo log at every commit)",
-                            get("innodb_flush_log_at_trx_commit")
-                        ));
-                    }
-                    if get("log_bin") == "ON" && get("sync_binlog") != "1" {
-                        mismatches.push(format!(
-                            "sync_binlog={} with the binlog on (needs 1)",
-                            get("sync_binlog")
-                        ));
-                    }
-                    if get("rpl_semi_sync_master_enabled") == "ON" {
-                        mismatches.push(
-                            "rpl_semi_sync_master_enabled=ON (C0 has no replicas: needs OFF)"
-                                .into(),
-                        );
-                    }
-                }
-            }
+            let mismatches = crate::durability::mismatches(
+                &crate::replication::mariadb::settings_checks(&settings, durability),
+            );
             let pretty = match kind {
                 "mariadb" => format!("MariaDB {version}"),
                 _ => format!("MySQL {version}"),
@@ -217,6 +206,11 @@ impl Target for MysqlTarget {
                 mismatches,
             })
         })
+    }
+
+    fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
+        self.read_replicas = replicas.iter().map(parse_opts).collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     fn check_namespace<'a>(
@@ -375,20 +369,23 @@ impl Target for MysqlTarget {
             format!("SELECT v FROM {} WHERE k = ?", physical(read.name)).into();
         let write_sql: Arc<str> =
             format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write.name)).into();
-        let connector: Connector<MysqlSession> = Arc::new(move || {
+        let readers = self.read_replicas.clone();
+        let next_reader = Arc::new(AtomicUsize::new(0));
+        let connector: Connector<Routed<MysqlSession>> = Arc::new(move || {
             let (opts, identity) = (opts.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
+            let reader = (!readers.is_empty()).then(|| {
+                readers[next_reader.fetch_add(1, Ordering::Relaxed) % readers.len()].clone()
+            });
             Box::pin(async move {
-                let mut conn = connect(&opts, &identity).await.map_err(|e| e.to_string())?;
-                let read = conn
-                    .prep(&*read_sql)
-                    .await
-                    .map_err(|e| query_error(&identity, e).to_string())?;
-                let insert = conn
-                    .prep(&*write_sql)
-                    .await
-                    .map_err(|e| query_error(&identity, e).to_string())?;
-                Ok(MysqlSession { conn, read, insert })
+                let writer = open_session(&opts, &identity, &read_sql, &write_sql).await?;
+                let reader = match reader {
+                    Some(replica) => {
+                        Some(open_session(&replica, &identity, &read_sql, &write_sql).await?)
+                    }
+                    None => None,
+                };
+                Ok(Routed { writer, reader })
             })
         });
         Box::pin(async move {
@@ -437,6 +434,25 @@ impl Target for MysqlTarget {
             *collection,
         ))
     }
+}
+
+/// Opens one worker connection and prepares its statements, before any clock starts.
+async fn open_session(
+    opts: &Opts,
+    identity: &Identity,
+    read_sql: &str,
+    write_sql: &str,
+) -> Result<MysqlSession, String> {
+    let mut conn = connect(opts, identity).await.map_err(|e| e.to_string())?;
+    let read = conn
+        .prep(read_sql)
+        .await
+        .map_err(|e| query_error(identity, e).to_string())?;
+    let insert = conn
+        .prep(write_sql)
+        .await
+        .map_err(|e| query_error(identity, e).to_string())?;
+    Ok(MysqlSession { conn, read, insert })
 }
 
 struct MysqlSession {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::driver::OpError;
@@ -21,6 +22,7 @@ use super::{
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
+use crate::replication::Routed;
 use crate::suites::crud::workers::async_workers;
 
 const SCHEMA: &str = "fairbench";
@@ -31,15 +33,31 @@ pub struct PostgresTarget {
     identity: Identity,
     config: Config,
     control: Client,
+    /// Where workers send their point reads instead of the primary (`--read-from replicas`).
+    read_replicas: Vec<Config>,
 }
 
 fn physical(name: &str) -> String {
     format!("{SCHEMA}.{name}")
 }
 
+/// The connection settings of a `postgres://` (or `postgresql://`) URL, as fairbench connects.
+pub(crate) fn parse_config(spec: &TargetSpec) -> Result<Config, TargetError> {
+    let url = spec.url.replacen("postgresql://", "postgres://", 1);
+    let mut config: Config = url
+        .parse()
+        .map_err(|e: tokio_postgres::Error| TargetError::Url {
+            url: spec.url_redacted(),
+            message: e.to_string(),
+        })?;
+    config.application_name("fairbench");
+    config.connect_timeout(CONNECT_TIMEOUT);
+    Ok(config)
+}
+
 /// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
 /// called; dropping the client ends both.
-async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
+pub(crate) async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
     let (client, connection) =
         match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
             Ok(Ok(pair)) => pair,
@@ -102,15 +120,7 @@ fn describe_error(e: &tokio_postgres::Error) -> String {
 
 impl PostgresTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let url = spec.url.replacen("postgresql://", "postgres://", 1);
-        let mut config: Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| TargetError::Url {
-                    url: spec.url_redacted(),
-                    message: e.to_string(),
-                })?;
-        config.application_name("fairbench");
-        config.connect_timeout(CONNECT_TIMEOUT);
+        let config = parse_config(spec)?;
         let identity = Identity {
             name: spec.name.clone().unwrap_or_else(|| "postgres".into()),
             kind: "postgres".into(),
@@ -121,6 +131,7 @@ impl PostgresTarget {
             identity,
             config,
             control,
+            read_replicas: Vec::new(),
         }))
     }
 
@@ -214,30 +225,9 @@ impl Target for PostgresTarget {
                 .remove("data_directory")
                 .filter(|_| self.is_local())
                 .map(PathBuf::from);
-            let get = |name: &str| settings.get(name).map_or("(not visible)", String::as_str);
-            let mut mismatches = Vec::new();
-            match durability {
-                Durability::C0 => {
-                    if get("fsync") != "on" {
-                        mismatches.push(format!("fsync={} (needs on)", get("fsync")));
-                    }
-                    if !matches!(
-                        get("synchronous_commit"),
-                        "on" | "local" | "remote_write" | "remote_apply"
-                    ) {
-                        mismatches.push(format!(
-                            "synchronous_commit={} (needs on: a commit waits for its WAL flush)",
-                            get("synchronous_commit")
-                        ));
-                    }
-                    if !get("synchronous_standby_names").is_empty() {
-                        mismatches.push(format!(
-                            "synchronous_standby_names='{}' (C0 has no standbys: needs '')",
-                            get("synchronous_standby_names")
-                        ));
-                    }
-                }
-            }
+            let mismatches = crate::durability::mismatches(
+                &crate::replication::postgres::settings_checks(&settings, durability),
+            );
             let kind = if full.starts_with("CockroachDB") {
                 "cockroachdb"
             } else {
@@ -251,6 +241,14 @@ impl Target for PostgresTarget {
                 mismatches,
             })
         })
+    }
+
+    fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
+        self.read_replicas = replicas
+            .iter()
+            .map(parse_config)
+            .collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     fn check_namespace<'a>(
@@ -409,30 +407,23 @@ impl Target for PostgresTarget {
             physical(write.name)
         )
         .into();
-        let connector: Connector<PgSession> = Arc::new(move || {
+        let readers = self.read_replicas.clone();
+        let next_reader = Arc::new(AtomicUsize::new(0));
+        let connector: Connector<Routed<PgSession>> = Arc::new(move || {
             let (config, identity) = (config.clone(), identity.clone());
             let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
+            let reader = (!readers.is_empty()).then(|| {
+                readers[next_reader.fetch_add(1, Ordering::Relaxed) % readers.len()].clone()
+            });
             Box::pin(async move {
-                let client = connect(&config, &identity)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let prepare = |sql: Arc<str>| {
-                    let client = &client;
-                    let identity = &identity;
-                    async move {
-                        client
-                            .prepare(&sql)
-                            .await
-                            .map_err(|e| query_error(identity, describe_error(&e)).to_string())
+                let writer = open_session(&config, &identity, &read_sql, &write_sql).await?;
+                let reader = match reader {
+                    Some(replica) => {
+                        Some(open_session(&replica, &identity, &read_sql, &write_sql).await?)
                     }
+                    None => None,
                 };
-                let read = prepare(read_sql).await?;
-                let insert = prepare(write_sql).await?;
-                Ok(PgSession {
-                    client,
-                    read,
-                    insert,
-                })
+                Ok(Routed { writer, reader })
             })
         });
         Box::pin(async move {
@@ -481,6 +472,32 @@ impl Target for PostgresTarget {
             *collection,
         ))
     }
+}
+
+/// Opens one worker connection and prepares its statements, before any clock starts.
+async fn open_session(
+    config: &Config,
+    identity: &Identity,
+    read_sql: &str,
+    write_sql: &str,
+) -> Result<PgSession, String> {
+    let client = connect(config, identity).await.map_err(|e| e.to_string())?;
+    let prepare = |sql| {
+        let client = &client;
+        async move {
+            client
+                .prepare(sql)
+                .await
+                .map_err(|e| query_error(identity, describe_error(&e)).to_string())
+        }
+    };
+    let read = prepare(read_sql).await?;
+    let insert = prepare(write_sql).await?;
+    Ok(PgSession {
+        client,
+        read,
+        insert,
+    })
 }
 
 /// A worker's connection, opened on the lane it runs on.

@@ -216,16 +216,13 @@ impl Target for SqliteTarget {
             let journal_mode = read("PRAGMA journal_mode")?;
             let synchronous = read("PRAGMA synchronous")?;
             let mut mismatches = Vec::new();
-            match durability {
-                Durability::C0 => {
-                    if !journal_mode.eq_ignore_ascii_case("wal") {
-                        mismatches.push(format!("journal_mode={journal_mode} (needs wal)"));
-                    }
-                    if synchronous.parse::<i64>().unwrap_or(0) < 2 {
-                        mismatches.push(format!("synchronous={synchronous} (needs 2, FULL)"));
-                    }
-                }
+            if !journal_mode.eq_ignore_ascii_case("wal") {
+                mismatches.push(format!("journal_mode={journal_mode} (needs wal)"));
             }
+            if synchronous.parse::<i64>().unwrap_or(0) < 2 {
+                mismatches.push(format!("synchronous={synchronous} (needs 2, FULL)"));
+            }
+            mismatches.extend(durability.single_node_refusal("SQLite"));
             let settings = BTreeMap::from([
                 ("journal_mode".to_owned(), journal_mode),
                 ("synchronous".to_owned(), synchronous),

@@ -1,6 +1,7 @@
 //! `sql-bench crud`: seed 000's CRUD suite. Its phases: plan → connect → describe and verify
 //! durability → prepare and verify data → warm up and measure, interleaved → record → render.
 
+mod cluster;
 pub mod data;
 pub mod workers;
 pub mod workload;
@@ -25,7 +26,8 @@ use serde::Serialize;
 use self::data::CrudData;
 use self::workload::{Kind, MAX_WINDOWS, Mix, Workload};
 use crate::Summary;
-use crate::durability::Durability;
+use crate::durability::{Durability, ReadFrom};
+use crate::replication::ReplicaSpec;
 use crate::suites::systems;
 use crate::targets::{KvTable, KvWindow, KvWorkers, Target};
 
@@ -58,6 +60,18 @@ pub struct CrudOpts {
     #[arg(long)]
     pub allow_unmatched_durability: bool,
 
+    /// A target's replicas (standbys), as TARGET=HOST:PORT[,HOST:PORT…] or TARGET=URL; a bare
+    /// address reuses the target's user, password and database. C1–C4 need every replica of the
+    /// configuration, so each can be asked for its own status. TARGET may be left out when
+    /// there is one target.
+    #[arg(long = "replica", value_name = "TARGET=HOST:PORT", value_parser = ReplicaSpec::parse)]
+    pub replicas: Vec<ReplicaSpec>,
+
+    /// Where the read and mixed workloads' point reads go: the primary, or the replicas given
+    /// with --replica (connections spread evenly over them; writes stay on the primary).
+    #[arg(long, value_enum, default_value = "primary")]
+    pub read_from: ReadFrom,
+
     /// Rows in the table point reads go to (seed 000: 1,000).
     #[arg(long, default_value = "1000", value_parser = common::human::parse_count)]
     pub read_rows: u64,
@@ -88,6 +102,8 @@ struct System {
     refused: Option<String>,
     /// Why its reads cannot be trusted (the read table did not verify).
     reads_invalid: Option<String>,
+    /// Its replicas and what its cluster reported (C0–C4).
+    cluster: cluster::ClusterState,
 }
 
 impl System {
@@ -97,6 +113,7 @@ impl System {
 }
 
 fn plan_workloads(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
+    cluster::check_options(opts)?;
     let connections = opts.common.connections;
     if connections > workload::MAX_CONNECTIONS {
         bail!(
@@ -200,6 +217,7 @@ async fn prepare(
 ) -> anyhow::Result<Vec<System>> {
     let (read, write) = tables(opts);
     let mut systems = connect_all(opts, specs, results).await?;
+    cluster::verify_all(opts, specs, &mut systems).await?;
     if systems.iter().all(|s| s.refused.is_some()) {
         bail!(
             "no system can be measured: {}",
@@ -213,7 +231,12 @@ async fn prepare(
     for system in &systems {
         if let Some(reason) = &system.refused {
             progress.line(format!("{}: refused — {reason}", system.name()));
-        } else if !system.info.labels.is_empty() {
+        } else if system
+            .info
+            .labels
+            .iter()
+            .any(|l| l == "unmatched durability")
+        {
             progress.line(format!(
                 "{}: measured with unmatched durability, labelled",
                 system.name()
@@ -232,6 +255,7 @@ async fn prepare(
             data.info.description
         ));
         create_tables(system, &data, read, write).await?;
+        cluster::verify_replica_reads(opts, system, &data, read).await?;
     }
     let sessions = workloads_max_connections(opts);
     for system in measured(&mut systems) {
@@ -267,6 +291,7 @@ async fn connect_all(
             workers: None,
             refused: c.refused,
             reads_invalid: None,
+            cluster: Default::default(),
         })
         .collect())
 }
@@ -313,7 +338,7 @@ async fn measure(
         "sql-bench",
         env!("CARGO_PKG_VERSION"),
         "crud",
-        opts.config.section(),
+        &cluster::section(opts),
         options,
         environment,
     );
@@ -326,6 +351,7 @@ async fn measure(
             .unwrap_or_else(|| systems[0].name().to_owned()),
     );
     report.notes = notes(opts, &systems);
+    cluster::record_evidence(opts, &systems, &mut report);
     let mut builders: Vec<Vec<CellBuilder>> = workloads
         .iter()
         .map(|w| {
@@ -440,6 +466,7 @@ async fn measure(
             .notes
             .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
+    cluster::recheck(opts, &mut systems, &mut builders, &mut report).await;
     finish(opts, systems, report, results, progress).await
 }
 
@@ -505,7 +532,7 @@ async fn verify_writes(
 
 fn notes(opts: &CrudOpts, systems: &[System]) -> Vec<String> {
     let mut notes = vec![
-        "Every system is one node and the client ran on this machine, beside any local server: the client's CPU time is taken from the servers'.".to_owned(),
+        cluster::topology_note(opts, systems),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
     ];
     if systems.iter().any(|s| s.info.kind == "sqlite") {
@@ -543,8 +570,15 @@ async fn finish(
         }
     }
     results.write_all(&report)?;
+    if let Some(evidence) = crate::replication::render::render_markdown(&report) {
+        let markdown = common::report::render_markdown(&report) + &evidence;
+        results.write_atomic("report.md", markdown.as_bytes())?;
+    }
     drop(progress);
     println!("{}", render_terminal(&report));
+    if let Some(evidence) = crate::replication::render::render_text(&report) {
+        println!("{evidence}");
+    }
     if !opts.common.quiet {
         eprintln!("results: {}", results.path().display());
     }
