@@ -48,6 +48,21 @@ pub fn mysql_url() -> Option<String> {
     server_url("FAIRBENCH_TEST_MYSQL_URL")
 }
 
+/// FerretDB (MongoDB wire protocol) on a PostgreSQL of its own.
+pub fn ferretdb_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_FERRETDB_URL")
+}
+
+/// Apache Cassandra (CQL).
+pub fn cassandra_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_CASSANDRA_URL")
+}
+
+/// pouchdb-server (the CouchDB HTTP API).
+pub fn pouchdb_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_POUCHDB_URL")
+}
+
 /// Replaces the database of a URL (`…/postgres` → `…/other`).
 pub fn with_database(url: &str, database: &str) -> String {
     let (base, _) = url.rsplit_once('/').expect("a URL with a database");
