@@ -108,6 +108,12 @@ pub trait DocSession: Send {
         query: &'a Query,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<u64, DocError>>;
+    /// How the last request was answered when the engine could not run it as asked and the
+    /// adapter emulated it (a page cut in the client, a count by paging), for the report.
+    /// Engines that run every request themselves keep the default.
+    fn answered_by(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One index of a collection as the engine's own catalog describes it.

@@ -2,6 +2,9 @@
 //! create, load, verify and query) and nothing of the suite that calls it. Adding a system is
 //! adding a file here and one line in [`open`].
 
+pub mod couchdb;
+pub mod cql;
+pub mod mongodb;
 pub mod mysql;
 pub mod postgres;
 pub mod sql;
@@ -206,10 +209,14 @@ pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Targe
         "sqlite" => sqlite::SqliteTarget::open(spec, results_dir).await,
         "postgres" | "postgresql" => postgres::PostgresTarget::open(spec).await,
         "mysql" | "mariadb" => mysql::MysqlTarget::open(spec).await,
+        "mongodb" | "mongodb+srv" => mongodb::MongoTarget::open(spec).await,
+        "cql" | "cassandra" => cql::CqlTarget::open(spec).await,
+        "couchdb" => couchdb::CouchTarget::open(spec).await,
         other => Err(TargetError::Url {
             url: spec.url_redacted(),
             message: format!(
-                "unknown scheme `{other}`; use sqlite[:PATH], postgres://… or mysql://… (mariadb://…)"
+                "unknown scheme `{other}`; use sqlite[:PATH], postgres://…, mysql://… (mariadb://…), \
+                 mongodb://…, cql://… (cassandra://…) or couchdb://…"
             ),
         }),
     }
