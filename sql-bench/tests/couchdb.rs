@@ -14,14 +14,6 @@ use sql_bench::durability::Durability;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
-fn block_on<T>(future: impl Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
 /// The server's HTTP base for the test's own requests.
 fn http_base(url: &str) -> String {
     url.replacen("couchdb://", "http://", 1)
@@ -88,25 +80,17 @@ fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
     let Some(url) = pouchdb_url() else { return };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let summary = run(&[
-        "app",
-        "--output",
-        dir.path().to_str().unwrap(),
-        "--quiet",
-        "--rows",
+    let summary = run(&small_app(
+        dir.path(),
         "1000",
-        "--iterations",
-        "2",
-        "--warmup",
-        "1",
-        "--rounds",
-        "1",
-        "--target",
-        "sqlite",
-        "--target",
-        &url,
-        "--allow-unmatched-durability",
-    ])
+        &[
+            "--target",
+            "sqlite",
+            "--target",
+            &url,
+            "--allow-unmatched-durability",
+        ],
+    ))
     .unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit_code, 1, "two scenarios are refused");

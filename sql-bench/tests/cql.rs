@@ -16,14 +16,6 @@ use sql_bench::durability::Durability;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
-fn block_on<T>(future: impl Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
 /// A session of the test's own, for what fairbench must find (or must not touch) there.
 async fn session(url: &str) -> Session {
     let node = url.trim_start_matches("cql://").trim_end_matches('/');
@@ -39,25 +31,6 @@ async fn cql(session: &Session, statement: &str) {
         .query_unpaged(statement, ())
         .await
         .unwrap_or_else(|e| panic!("{statement}: {e}"));
-}
-
-fn app_args<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut argv = vec![
-        "app",
-        "--output",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--rows",
-        "2000",
-        "--iterations",
-        "2",
-        "--warmup",
-        "1",
-        "--rounds",
-        "1",
-    ];
-    argv.extend_from_slice(extra);
-    argv
 }
 
 #[test]
@@ -95,8 +68,9 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
     let Some(url) = cassandra_url() else { return };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let summary = run(&app_args(
+    let summary = run(&small_app(
         dir.path(),
+        "2000",
         &["--target", &url, "--target", "sqlite"],
     ))
     .unwrap();
@@ -151,8 +125,9 @@ fn a_paged_count_gives_the_same_exact_answer() {
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
     let paged = format!("{}?count=paged", url.trim_end_matches('/'));
-    let summary = run(&app_args(
+    let summary = run(&small_app(
         dir.path(),
+        "2000",
         &["--target", &paged, "--scenarios", "count,load-all"],
     ))
     .unwrap();

@@ -19,32 +19,6 @@ async fn client(url: &str) -> mongodb::Client {
     mongodb::Client::with_uri_str(url).await.unwrap()
 }
 
-fn block_on<T>(future: impl Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
-const SMALL_APP: &[&str] = &[
-    "--rows",
-    "2000",
-    "--iterations",
-    "2",
-    "--warmup",
-    "1",
-    "--rounds",
-    "1",
-];
-
-fn app_args<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut argv = vec!["app", "--output", out.to_str().unwrap(), "--quiet"];
-    argv.extend_from_slice(SMALL_APP);
-    argv.extend_from_slice(extra);
-    argv
-}
-
 #[test]
 fn ferretdb_without_a_reported_journal_is_refused_unless_allowed() {
     let Some(url) = ferretdb_url() else { return };
@@ -124,8 +98,9 @@ fn ferretdb_answers_every_app_scenario_like_sqlite_with_the_declared_indexes() {
     let Some(url) = ferretdb_url() else { return };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let summary = run(&app_args(
+    let summary = run(&small_app(
         dir.path(),
+        "2000",
         &[
             "--target",
             "sqlite",

@@ -15,7 +15,10 @@ use serde_json::{Value as Json, json};
 
 mod docs;
 
-use super::{Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error};
+use super::{
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
+    split_authority,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workers::async_workers;
@@ -131,24 +134,7 @@ fn parse_url(url: &str) -> Result<(String, Option<(String, String)>), String> {
             "name only the server: fairbench keeps each table in a database of its own, named fairbench_…".into(),
         );
     }
-    let (auth, host) = match rest.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-            (Some((user.to_owned(), password.to_owned())), host)
-        }
-        None => (None, rest),
-    };
-    if host.is_empty() {
-        return Err("the URL names no host".into());
-    }
-    let host = if host
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        host.to_owned()
-    } else {
-        format!("{host}:{DEFAULT_PORT}")
-    };
+    let (auth, host) = split_authority(rest, DEFAULT_PORT)?;
     Ok((format!("http://{host}"), auth))
 }
 

@@ -23,11 +23,16 @@ use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
 
 mod docs;
+mod durability;
 
-use super::{Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error};
+use super::{
+    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
+    split_authority,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::suites::crud::workers::async_workers;
+use durability::{check, requirement};
 
 const DEFAULT_KEYSPACE: &str = "fairbench";
 const DEFAULT_PORT: u16 = 9042;
@@ -35,26 +40,6 @@ const MARKER: &str = "created by fairbench";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Rows per page when paging through a result (seed 003's adapter used 5,000).
 const PAGE_ROWS: i32 = 5_000;
-
-/// What a configuration asks of a CQL cluster: the consistency of every statement, the
-/// replication factor of fairbench's keyspace and the nodes it spans. C1–C4 map to
-/// QUORUM/ONE/ALL/QUORUM over two or three nodes, as in seed 000.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Requirement {
-    consistency: Consistency,
-    replication_factor: usize,
-    nodes: usize,
-}
-
-fn requirement(durability: Durability) -> Requirement {
-    match durability {
-        Durability::C0 => Requirement {
-            consistency: Consistency::One,
-            replication_factor: 1,
-            nodes: 1,
-        },
-    }
-}
 
 /// Where a CQL target lives, from `cql://[user:password@]host[:port][/keyspace][?count=paged]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,24 +57,7 @@ fn parse_address(url: &str) -> Result<Address, String> {
     )?;
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let (name, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-            (Some((name.to_owned(), password.to_owned())), host)
-        }
-        None => (None, authority),
-    };
-    if host.is_empty() {
-        return Err("the URL names no host".into());
-    }
-    let host_port = if host
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        host.to_owned()
-    } else {
-        format!("{host}:{DEFAULT_PORT}")
-    };
+    let (user, host_port) = split_authority(authority, DEFAULT_PORT)?;
     let keyspace = if path.is_empty() {
         DEFAULT_KEYSPACE
     } else {
@@ -434,49 +402,6 @@ impl CqlTarget {
     }
 }
 
-/// The settings a configuration depends on, each checked: one line per mismatch.
-fn check(
-    durability: Durability,
-    settings: &BTreeMap<String, String>,
-    peers: usize,
-    keyspace: Option<&(BTreeMap<String, String>, bool)>,
-) -> Vec<String> {
-    let required = requirement(durability);
-    let mut mismatches = Vec::new();
-    match settings.get("commitlog_sync").map(String::as_str) {
-        Some("batch" | "group") => {}
-        Some(other) => mismatches.push(format!(
-            "commitlog_sync={other} (needs batch: a write is acknowledged only after its commit-log fsync)"
-        )),
-        None => mismatches.push(
-            "commitlog_sync not reported by the server (needs batch: a write is acknowledged only after its commit-log fsync)".into(),
-        ),
-    }
-    if peers + 1 != required.nodes {
-        mismatches.push(format!(
-            "{} nodes (system.peers lists {peers}; needs {})",
-            peers + 1,
-            required.nodes
-        ));
-    }
-    if let Some((replication, durable_writes)) = keyspace {
-        let factor = replication
-            .get("replication_factor")
-            .and_then(|f| f.parse::<usize>().ok());
-        if factor != Some(required.replication_factor) {
-            mismatches.push(format!(
-                "keyspace replication {replication:?} (needs replication_factor {})",
-                required.replication_factor
-            ));
-        }
-        if !durable_writes {
-            mismatches
-                .push("keyspace durable_writes=false (writes would skip the commit log)".into());
-        }
-    }
-    mismatches
-}
-
 impl Target for CqlTarget {
     fn identity(&self) -> &Identity {
         &self.identity
@@ -796,29 +721,5 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown option")
         );
-    }
-
-    #[test]
-    fn c0_needs_one_node_one_replica_and_a_commit_log_synced_before_the_ack() {
-        let settings =
-            |sync: &str| BTreeMap::from([("commitlog_sync".to_owned(), sync.to_owned())]);
-        let keyspace = (
-            BTreeMap::from([("replication_factor".to_owned(), "1".to_owned())]),
-            true,
-        );
-        assert!(check(Durability::C0, &settings("batch"), 0, Some(&keyspace)).is_empty());
-        let periodic = check(Durability::C0, &settings("periodic"), 0, None);
-        assert_eq!(periodic.len(), 1);
-        assert!(
-            periodic[0].starts_with("commitlog_sync=periodic"),
-            "{periodic:?}"
-        );
-        let wide = (
-            BTreeMap::from([("replication_factor".to_owned(), "3".to_owned())]),
-            false,
-        );
-        let all = check(Durability::C0, &BTreeMap::new(), 2, Some(&wide));
-        assert_eq!(all.len(), 4, "{all:?}");
-        assert_eq!(requirement(Durability::C0).consistency, Consistency::One);
     }
 }

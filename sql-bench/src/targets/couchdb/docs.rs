@@ -12,6 +12,7 @@ use serde_json::{Map, Value as Json, json};
 use super::{CouchTarget, Flavor, Http, database};
 use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
+    time_left,
 };
 use crate::targets::TargetError;
 
@@ -140,15 +141,6 @@ struct CouchDocs {
     method: Option<String>,
 }
 
-fn remaining(deadline: Instant) -> Result<std::time::Duration, DocError> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        Err(DocError::Timeout)
-    } else {
-        Ok(left)
-    }
-}
-
 fn http_error(e: reqwest::Error) -> DocError {
     if e.is_timeout() {
         DocError::Timeout
@@ -208,7 +200,7 @@ impl CouchDocs {
                 Method::POST,
                 &self.find_path,
                 Some(body),
-                remaining(deadline)?,
+                time_left(deadline)?,
             )
             .await
             .map_err(http_error)?;
@@ -294,7 +286,7 @@ impl CouchDocs {
                 Method::POST,
                 &self.bulk_path,
                 Some(&json!({"docs": stored})),
-                remaining(deadline)?,
+                time_left(deadline)?,
             )
             .await
             .map_err(http_error)?;

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
+    within,
 };
 use crate::targets::TargetError;
 
@@ -77,6 +78,9 @@ pub(super) async fn create(target: &CqlTarget, collection: &Collection) -> Resul
     Ok(())
 }
 
+/// A row of `system_schema.indexes`: name, kind and options.
+type IndexRow = (String, Option<String>, Option<BTreeMap<String, String>>);
+
 pub(super) async fn inspect(
     target: &CqlTarget,
     collection: &Collection,
@@ -85,7 +89,7 @@ pub(super) async fn inspect(
     let (count, _) = exact_count(&target.control, &table, &Query::default(), false)
         .await
         .map_err(|e| target.error(e))?;
-    let catalog: Vec<(String, Option<String>, Option<BTreeMap<String, String>>)> = target
+    let catalog: Vec<IndexRow> = target
         .rows(
             "SELECT index_name, kind, options FROM system_schema.indexes \
              WHERE keyspace_name = ? AND table_name = ?",
@@ -170,15 +174,6 @@ fn doc_error(e: impl Into<CqlError>) -> DocError {
         CqlError::Execution(e) if is_lost(&e) => DocError::Lost(e.to_string()),
         other => DocError::Refused(other.to_string()),
     }
-}
-
-async fn bounded<T>(
-    deadline: Instant,
-    request: impl Future<Output = Result<T, DocError>>,
-) -> Result<T, DocError> {
-    tokio::time::timeout_at(deadline.into(), request)
-        .await
-        .unwrap_or(Err(DocError::Timeout))
 }
 
 fn bind(value: &Value) -> CqlValue {
@@ -466,7 +461,7 @@ impl DocSession for CqlDocs {
         docs: &'a [Doc],
         deadline: Instant,
     ) -> BoxFuture<'a, Result<(), DocError>> {
-        Box::pin(bounded(deadline, self.insert_all(docs)))
+        Box::pin(within(deadline, self.insert_all(docs)))
     }
 
     fn find<'a>(
@@ -475,7 +470,7 @@ impl DocSession for CqlDocs {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
         self.method = None;
-        Box::pin(bounded(deadline, self.select_docs(query)))
+        Box::pin(within(deadline, self.select_docs(query)))
     }
 
     fn count<'a>(
@@ -483,7 +478,7 @@ impl DocSession for CqlDocs {
         query: &'a Query,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<u64, DocError>> {
-        Box::pin(bounded(deadline, async move {
+        Box::pin(within(deadline, async move {
             let (n, how) = exact_count(&self.session, &self.table, query, self.count_paged)
                 .await
                 .map_err(doc_error)?;

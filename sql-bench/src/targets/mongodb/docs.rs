@@ -14,6 +14,7 @@ use mongodb::options::{ClientOptions, IndexOptions};
 use super::{DATABASE, MongoTarget, is_lost, open_client};
 use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
+    time_left, within,
 };
 use crate::targets::{Identity, TargetError};
 
@@ -148,26 +149,6 @@ fn filter(query: &Query) -> Document {
     filter
 }
 
-/// What is left of the iteration's time, or a timeout when nothing is.
-fn remaining(deadline: Instant) -> Result<std::time::Duration, DocError> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        Err(DocError::Timeout)
-    } else {
-        Ok(left)
-    }
-}
-
-/// Runs `request` until `deadline`; the server was also told the same limit (`maxTimeMS`).
-async fn bounded<T>(
-    deadline: Instant,
-    request: impl Future<Output = Result<T, DocError>>,
-) -> Result<T, DocError> {
-    tokio::time::timeout_at(deadline.into(), request)
-        .await
-        .unwrap_or(Err(DocError::Timeout))
-}
-
 impl DocSession for MongoDocs {
     fn insert_batch<'a>(
         &'a mut self,
@@ -190,7 +171,7 @@ impl DocSession for MongoDocs {
                     .map(drop)
                     .map_err(doc_error)
             };
-            bounded(deadline, insert).await
+            within(deadline, insert).await
         })
     }
 
@@ -204,7 +185,7 @@ impl DocSession for MongoDocs {
                 .handle
                 .find(filter(query))
                 .projection(doc! {"_id": 0})
-                .max_time(remaining(deadline)?);
+                .max_time(time_left(deadline)?);
             if let Some(sort) = query.sort {
                 let direction = if sort.descending { -1 } else { 1 };
                 find = find.sort(doc! {sort.field: direction, "_id": 1});
@@ -229,7 +210,7 @@ impl DocSession for MongoDocs {
                 }
                 Ok(out)
             };
-            bounded(deadline, read).await
+            within(deadline, read).await
         })
     }
 
@@ -242,8 +223,8 @@ impl DocSession for MongoDocs {
             let count = self
                 .handle
                 .count_documents(filter(query))
-                .max_time(remaining(deadline)?);
-            bounded(deadline, async { count.await.map_err(doc_error) }).await
+                .max_time(time_left(deadline)?);
+            within(deadline, async { count.await.map_err(doc_error) }).await
         })
     }
 }
