@@ -108,6 +108,32 @@ pub trait DocSession: Send {
         query: &'a Query,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<u64, DocError>>;
+    /// How the last request was answered when the engine could not run it as asked and the
+    /// adapter emulated it (a page cut in the client, a count by paging), for the report.
+    /// Engines that run every request themselves keep the default.
+    fn answered_by(&self) -> Option<String> {
+        None
+    }
+}
+
+/// What is left of an iteration's time before `deadline`, or a timeout when nothing is.
+pub fn time_left(deadline: Instant) -> Result<std::time::Duration, DocError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(DocError::Timeout)
+    } else {
+        Ok(left)
+    }
+}
+
+/// Runs `request` until `deadline`; past it the request is dropped and the answer is a timeout.
+pub async fn within<T>(
+    deadline: Instant,
+    request: impl Future<Output = Result<T, DocError>>,
+) -> Result<T, DocError> {
+    tokio::time::timeout_at(deadline.into(), request)
+        .await
+        .unwrap_or(Err(DocError::Timeout))
 }
 
 /// One index of a collection as the engine's own catalog describes it.

@@ -2,6 +2,9 @@
 //! create, load, verify and query) and nothing of the suite that calls it. Adding a system is
 //! adding a file here and one line in [`open`].
 
+pub mod couchdb;
+pub mod cql;
+pub mod mongodb;
 pub mod mysql;
 pub mod postgres;
 pub mod sql;
@@ -216,13 +219,44 @@ pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Targe
         "sqlite" => sqlite::SqliteTarget::open(spec, results_dir).await,
         "postgres" | "postgresql" => postgres::PostgresTarget::open(spec).await,
         "mysql" | "mariadb" => mysql::MysqlTarget::open(spec).await,
+        "mongodb" | "mongodb+srv" => mongodb::MongoTarget::open(spec).await,
+        "cql" | "cassandra" => cql::CqlTarget::open(spec).await,
+        "couchdb" => couchdb::CouchTarget::open(spec).await,
         other => Err(TargetError::Url {
             url: spec.url_redacted(),
             message: format!(
-                "unknown scheme `{other}`; use sqlite[:PATH], postgres://… or mysql://… (mariadb://…)"
+                "unknown scheme `{other}`; use sqlite[:PATH], postgres://…, mysql://… (mariadb://…), \
+                 mongodb://…, cql://… (cassandra://…) or couchdb://…"
             ),
         }),
     }
+}
+
+/// The credentials and `host:port` of a URL's authority (`[user[:password]@]host[:port]`),
+/// with `default_port` when none is given.
+pub fn split_authority(
+    authority: &str,
+    default_port: u16,
+) -> Result<(Option<(String, String)>, String), String> {
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let (name, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            (Some((name.to_owned(), password.to_owned())), host)
+        }
+        None => (None, authority),
+    };
+    if host.is_empty() {
+        return Err("the URL names no host".into());
+    }
+    let has_port = host
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+    let host_port = if has_port {
+        host.to_owned()
+    } else {
+        format!("{host}:{default_port}")
+    };
+    Ok((user, host_port))
 }
 
 /// Whether `host` is this machine, so its data directory can be measured here.
@@ -264,6 +298,16 @@ mod tests {
         for host in ["10.0.0.5", "db.example.com"] {
             assert!(!is_local_host(host), "{host}");
         }
+    }
+
+    #[test]
+    fn authorities_give_credentials_and_a_port() {
+        assert_eq!(
+            split_authority("u:p@h:1", 9).unwrap(),
+            (Some(("u".into(), "p".into())), "h:1".into())
+        );
+        assert_eq!(split_authority("h", 9).unwrap(), (None, "h:9".into()));
+        assert!(split_authority("u@", 9).is_err());
     }
 
     #[tokio::test]

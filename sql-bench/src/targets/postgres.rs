@@ -14,6 +14,7 @@ use common::pool::{BoxFuture, Connector, Pool};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+mod cockroach;
 mod docs;
 
 use super::{
@@ -196,6 +197,9 @@ impl Target for PostgresTarget {
     ) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let full = self.query_value("SELECT version()").await?;
+            if cockroach::is_cockroach(&full) {
+                return cockroach::describe(self, durability, full).await;
+            }
             let version = full.split(" on ").next().unwrap_or(&full).to_owned();
             let rows = self
                 .control

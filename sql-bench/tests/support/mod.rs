@@ -48,6 +48,21 @@ pub fn mysql_url() -> Option<String> {
     server_url("FAIRBENCH_TEST_MYSQL_URL")
 }
 
+/// FerretDB (MongoDB wire protocol) on a PostgreSQL of its own.
+pub fn ferretdb_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_FERRETDB_URL")
+}
+
+/// Apache Cassandra (CQL).
+pub fn cassandra_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_CASSANDRA_URL")
+}
+
+/// pouchdb-server (the CouchDB HTTP API).
+pub fn pouchdb_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_POUCHDB_URL")
+}
+
 /// Replaces the database of a URL (`…/postgres` → `…/other`).
 pub fn with_database(url: &str, database: &str) -> String {
     let (base, _) = url.rsplit_once('/').expect("a URL with a database");
@@ -60,6 +75,16 @@ pub fn with_password(url: &str, password: &str) -> String {
     let (userinfo, host) = rest.split_once('@').unwrap();
     let user = userinfo.split(':').next().unwrap();
     format!("{scheme}://{user}:{password}@{host}")
+}
+
+/// Runs `future` to completion on a runtime of its own (for a test's own client calls; a
+/// client lives on the runtime it was made on, so make and use it inside one call).
+pub fn block_on<T>(future: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
 }
 
 /// Runs `sql-bench ARGS…` in-process.
@@ -94,6 +119,27 @@ pub fn args<'a>(suite: &'a str, output: &'a Path, extra: &[&'a str]) -> Vec<&'a 
             all.extend_from_slice(pair);
         }
     }
+    all.extend_from_slice(extra);
+    all
+}
+
+/// `app` on `rows` records with one round of two measured iterations after one warm-up (the
+/// smallest run that still verifies every scenario), then `extra`.
+pub fn small_app<'a>(output: &'a Path, rows: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec![
+        "app",
+        "--output",
+        output.to_str().unwrap(),
+        "--quiet",
+        "--rows",
+        rows,
+        "--iterations",
+        "2",
+        "--warmup",
+        "1",
+        "--rounds",
+        "1",
+    ];
     all.extend_from_slice(extra);
     all
 }

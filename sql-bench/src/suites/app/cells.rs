@@ -2,7 +2,7 @@
 //! (never a median of medians), each round's own figure for the noise band, the rows the
 //! scenario must return, the evidence read from each engine, and the status each cell earned.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::protocol::severity;
@@ -50,6 +50,8 @@ struct AppCell {
     reason: Option<String>,
     labels: Vec<String>,
     rounds_planned: u32,
+    /// How the engine answered, when its adapter had to emulate the request.
+    answered_by: BTreeSet<String>,
 }
 
 pub struct Cells {
@@ -103,6 +105,7 @@ impl Cells {
                     reason,
                     labels: system.info.labels.clone(),
                     rounds_planned: opts.common.rounds,
+                    answered_by: BTreeSet::new(),
                 });
             }
         }
@@ -195,6 +198,13 @@ impl Cells {
         cell.wall_ns += time.as_nanos() as u64;
     }
 
+    /// How the engine answered a scenario when its adapter emulated the request.
+    pub fn add_answered_by(&mut self, scenario: Scenario, system: usize, how: String) {
+        if let Some(cell) = self.cell(scenario, system) {
+            cell.answered_by.insert(how);
+        }
+    }
+
     pub fn add_evidence(&mut self, system: usize, key: &str, value: String) {
         let name = self.systems[system].clone();
         self.evidence
@@ -265,6 +275,10 @@ impl AppCell {
                 .insert("round_medians_ns".into(), self.per_round.clone().into());
         }
         cell.extra.insert("rows".into(), self.rows.into());
+        if !self.answered_by.is_empty() {
+            let how: Vec<String> = self.answered_by.iter().cloned().collect();
+            cell.extra.insert("answered_by".into(), how.into());
+        }
         if let Some(answer) = self.expected {
             cell.extra
                 .insert("digest".into(), answer.digest_hex().into());

@@ -331,6 +331,9 @@ async fn read_scenario(
                 return matches!(error, LayerError::Doc(DocError::Lost(_)));
             }
         };
+        if let Some(how) = session.answered_by() {
+            cells.add_answered_by(scenario, index, how);
+        }
         if iteration == 0 {
             let answer = outcome.answer(scenario);
             if answer != expected {

@@ -460,6 +460,19 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
             ));
         }
     }
+    for cell in &report.cells {
+        let how = cell
+            .extra
+            .get("answered_by")
+            .and_then(serde_json::Value::as_array);
+        for line in how
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+        {
+            notes.push(format!("{} · {}: {line}.", cell.system, cell.workload));
+        }
+    }
     if opts.common.rounds < 2 {
         notes.push("With one round there is no noise band, so no engine is called faster, slower or at parity.".into());
     }

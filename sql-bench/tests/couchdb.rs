@@ -1,0 +1,219 @@
+//! The `couchdb` target end to end against the pouchdb-server the test command starts (the
+//! CouchDB HTTP API; not Apache CouchDB, and reported as what it is): crud and app beside
+//! SQLite with the same answers, underscore fields renamed and restored, a sort without an
+//! index refused with the server's words, its unsynced writes refused unless allowed, Mango
+//! indexes read back, and a foreign database never touched.
+
+mod support;
+
+use std::path::Path;
+
+use common::options::TargetSpec;
+use common::results::Status;
+use sql_bench::durability::Durability;
+use sql_bench::suites::app::COLLECTION;
+use support::*;
+
+/// The server's HTTP base for the test's own requests.
+fn http_base(url: &str) -> String {
+    url.replacen("couchdb://", "http://", 1)
+}
+
+async fn http(method: reqwest::Method, url: &str, body: Option<&str>) -> (u16, String) {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut request = client.request(method, url);
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+#[test]
+fn pouchdb_server_is_named_as_itself_and_its_unsynced_writes_are_refused_unless_allowed() {
+    let Some(url) = pouchdb_url() else { return };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let error = run(&args("crud", dir.path(), &["--target", &url]))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no system can be measured"), "{error}");
+    assert!(error.contains("without an fsync"), "{error}");
+
+    let summary = run(&args(
+        "crud",
+        dir.path(),
+        &[
+            "--target",
+            &url,
+            "--target",
+            "sqlite",
+            "--allow-unmatched-durability",
+        ],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+    }
+    let pouch = &report.systems[0];
+    assert_eq!(pouch.name, "pouchdb-server", "never published as CouchDB");
+    assert!(
+        pouch.version.contains("not Apache CouchDB"),
+        "{}",
+        pouch.version
+    );
+    assert_eq!(pouch.labels, ["unmatched durability"]);
+    let (status, _) = block_on(http(
+        reqwest::Method::GET,
+        &format!("{}/fairbench_crud_write", http_base(&url)),
+        None,
+    ));
+    assert_eq!(status, 404, "fairbench drops what it created");
+}
+
+#[test]
+fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
+    let Some(url) = pouchdb_url() else { return };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&small_app(
+        dir.path(),
+        "1000",
+        &[
+            "--target",
+            "sqlite",
+            "--target",
+            &url,
+            "--allow-unmatched-durability",
+        ],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit_code, 1, "two scenarios are refused");
+    for cell in report.cells.iter().filter(|c| c.system == "pouchdb-server") {
+        match cell.workload.as_str() {
+            "first-page" | "deep-page" => {
+                assert_eq!(cell.status, Status::Refused, "{cell:?}");
+                let reason = cell.reason.as_deref().unwrap();
+                assert!(
+                    reason.starts_with("the engine refused the request: HTTP"),
+                    "{reason}"
+                );
+                assert!(reason.contains("sort"), "the server's own words: {reason}");
+            }
+            _ => assert_eq!(cell.status, Status::Ok, "{cell:?}"),
+        }
+    }
+    let count = report
+        .cells
+        .iter()
+        .find(|c| c.workload == "count" && c.system == "pouchdb-server")
+        .unwrap();
+    assert!(
+        count.extra["answered_by"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Mango has no count"),
+        "{count:?}"
+    );
+    let pouch = &report.systems[1];
+    assert_eq!(pouch.verified["app_records.extra_indexes"], "none");
+    for field in COLLECTION.indexed {
+        assert!(
+            pouch.verified["app_records.indexes"].contains(&format!("({field})")),
+            "{field}: {}",
+            pouch.verified["app_records.indexes"]
+        );
+    }
+}
+
+#[test]
+fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog() {
+    let Some(url) = pouchdb_url() else { return };
+    let _servers = lock_servers();
+    block_on(async {
+        let spec = TargetSpec::parse(&url).unwrap();
+        let mut target = sql_bench::targets::open(&spec, Path::new("/tmp"))
+            .await
+            .unwrap();
+        target.describe(Durability::C0).await.unwrap();
+        target.create_collection(&COLLECTION).await.unwrap();
+        let mut session = target.open_doc_session(&COLLECTION).await.unwrap();
+        let doc = sql_bench::query::Doc {
+            id: "r1".into(),
+            json: r#"{"id":"r1","_type":"check","value":2.5}"#.into(),
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        session.insert_batch(&[doc], deadline).await.unwrap();
+        let base = format!("{}/fairbench_app_records", http_base(&url));
+        let (_, stored) = http(reqwest::Method::GET, &format!("{base}/r1"), None).await;
+        assert!(stored.contains("\"fb_type\":\"check\""), "{stored}");
+        let query = sql_bench::query::Query {
+            id: Some("r1".into()),
+            ..Default::default()
+        };
+        let found = session.find(&query, deadline).await.unwrap();
+        assert_eq!(found.len(), 1);
+        let restored: serde_json::Value = serde_json::from_str(&found[0]).unwrap();
+        assert_eq!(
+            restored,
+            serde_json::json!({"id": "r1", "_type": "check", "value": 2.5}),
+            "the stored names are back to the application's"
+        );
+
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
+        assert_eq!(state.rows, 1, "design documents are not records");
+        assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
+        let (status, body) = http(
+            reqwest::Method::DELETE,
+            &format!("{base}/_index/fairbench_app_records_room_id/json/app_records_room_id"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
+        assert_eq!(state.missing(&COLLECTION), ["_room_id"]);
+        target.drop_collection(&COLLECTION).await.unwrap();
+    });
+}
+
+#[test]
+fn a_foreign_database_with_fairbench_s_name_is_refused_and_left_alone() {
+    let Some(url) = pouchdb_url() else { return };
+    let _servers = lock_servers();
+    let db = format!("{}/fairbench_crud_read", http_base(&url));
+    block_on(async {
+        http(reqwest::Method::DELETE, &db, None).await;
+        assert_eq!(http(reqwest::Method::PUT, &db, None).await.0, 201);
+        let doc = format!("{db}/mine");
+        assert_eq!(
+            http(reqwest::Method::PUT, &doc, Some("{\"a\":1}")).await.0,
+            201
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let error = run(&args(
+        "crud",
+        dir.path(),
+        &["--target", &url, "--allow-unmatched-durability"],
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("database fairbench_crud_read exists but was not created by fairbench"),
+        "{error}"
+    );
+    block_on(async {
+        assert_eq!(
+            http(reqwest::Method::GET, &format!("{db}/mine"), None)
+                .await
+                .0,
+            200
+        );
+        http(reqwest::Method::DELETE, &db, None).await;
+    });
+}
