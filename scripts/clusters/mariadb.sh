@@ -20,7 +20,7 @@ mdb_start_node() {
   [ "$(id -u)" = 0 ] || user=$(id -un)
   /usr/sbin/mariadbd --no-defaults --user="$user" --datadir="$dir/data" --bind-address=127.0.0.1 \
     --port="$port" --socket="$dir/mariadb.sock" --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
-    --skip-name-resolve --server-id="$id" --log-bin="$dir/data/binlog" --relay-log="$dir/data/relay" \
+    --tmpdir="$dir/tmp" --skip-name-resolve --server-id="$id" --log-bin="$dir/data/binlog" --relay-log="$dir/data/relay" \
     --binlog-format=ROW --sync-binlog=1 --innodb-flush-log-at-trx-commit=1 --max-connections=200 \
     --report-host=127.0.0.1 --report-port="$port" "$@" >/dev/null 2>&1 &
   echo $! >"$state/mdb/$node.pid"
@@ -61,12 +61,16 @@ mariadb_up() {
   local state=$1 port node id=1
   [ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/install-servers mariadb)"
   [ -e "$state/mdb/primary.pid" ] && die "a MariaDB cluster already runs in $state"
-  mkdir -p "$state/mdb/primary"
+  # Every node keeps its temporary files in its own folder: a MariaDB starting with the shared
+  # /tmp removes other servers' #sql temporary tables there (and a concurrent install fails).
+  mkdir -p "$state/mdb/primary/tmp" "$state/mdb/r1/tmp" "$state/mdb/r2/tmp"
+  [ "$(id -u)" = 0 ] && chown -R mysql: "$state/mdb"
   # One installed data directory, copied to every node before any starts.
   mariadb-install-db --user="$([ "$(id -u)" = 0 ] && echo mysql || id -un)" --datadir="$state/mdb/primary/data" \
+    --tmpdir="$state/mdb/primary/tmp" \
     --auth-root-authentication-method=socket --skip-test-db >"$state/mdb/install.log" 2>&1 \
     || { cat "$state/mdb/install.log" >&2; die "mariadb-install-db failed"; }
-  for node in r1 r2; do mkdir -p "$state/mdb/$node" && cp -a "$state/mdb/primary/data" "$state/mdb/$node/"; done
+  for node in r1 r2; do cp -a "$state/mdb/primary/data" "$state/mdb/$node/"; done
   [ "$(id -u)" = 0 ] && chown -R mysql: "$state/mdb"
   port=${FAIRBENCH_CLUSTER_MARIADB_PORT:-53500}
   for node in primary r1 r2; do

@@ -9,14 +9,16 @@ start_mariadb() {
   local state=$1 dir=$1/mariadb port user=mysql
   [ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/install-servers mariadb)"
   port=$(free_port "${FAIRBENCH_MARIADB_PORT:-53306}")
-  mkdir -p "$dir"
+  # Its own temporary folder: a MariaDB starting with the shared /tmp removes other servers'
+  # #sql temporary tables there.
+  mkdir -p "$dir/tmp"
   if [ "$(id -u)" = 0 ]; then chown -R mysql: "$dir"; else user=$(id -un); fi
-  mariadb-install-db --user="$user" --datadir="$dir/data" --auth-root-authentication-method=socket \
+  mariadb-install-db --user="$user" --datadir="$dir/data" --tmpdir="$dir/tmp" --auth-root-authentication-method=socket \
     --skip-test-db >"$dir/install.log" 2>&1 \
     || { cat "$dir/install.log" >&2; die "mariadb-install-db failed"; }
   /usr/sbin/mariadbd --no-defaults --user="$user" --datadir="$dir/data" --bind-address=127.0.0.1 \
     --port="$port" --socket="$dir/mariadb.sock" --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
-    --skip-name-resolve --log-bin="$dir/data/binlog" --server-id=1 --sync-binlog=1 \
+    --tmpdir="$dir/tmp" --skip-name-resolve --log-bin="$dir/data/binlog" --server-id=1 --sync-binlog=1 \
     --innodb-flush-log-at-trx-commit=1 --max-connections=200 >/dev/null 2>&1 &
   echo $! >"$state/mariadb.pid"
   wait_until MariaDB 60 "$dir/error.log" mariadb-admin --no-defaults --socket="$dir/mariadb.sock" -u root ping
