@@ -62,24 +62,23 @@ cassandra_jvm_flags() {
   done
 }
 
-# Ready when CQL answers; a JVM that exited stops the wait at once.
+# Ready when CQL answers, or the JVM is gone (the caller tells which).
 cassandra_ready() {
-  local pid=$1 logfile=$2
-  if ! kill -0 "$pid" 2>/dev/null; then
-    tail -30 "$logfile" >&2
-    die "Cassandra exited during start-up (log: $logfile)"
-  fi
-  grep -q "Starting listening for CQL clients" "$logfile"
+  ! kill -0 "$1" 2>/dev/null || grep -q "Starting listening for CQL clients" "$2"
 }
 
 start_cassandra() {
   local state=$1 dir=$1/cassandra port storage jmx
   [ -f "$CASSANDRA_CACHE/ready" ] || die "Cassandra is not installed (scripts/install-servers cassandra)"
-  port=$(free_port "${FAIRBENCH_CASSANDRA_PORT:-49042}")
-  storage=$(free_port $((port + 1)))
-  jmx=$(free_port $((storage + 1)))
-  mkdir -p "$dir/data" "$dir/commitlog" "$dir/saved_caches" "$dir/hints" "$dir/cdc" "$dir/logs" "$dir/tmp"
-  cat >"$dir/cassandra.yaml" <<EOF
+  local started=$SECONDS attempt pid
+  # The ports are free when chosen but lie in the ephemeral range: a client socket can take one
+  # before the JVM binds it, so a start that fails on a taken port is retried on others.
+  for attempt in 1 2 3; do
+    port=$(free_port "${FAIRBENCH_CASSANDRA_PORT:-49042}")
+    storage=$(free_port $((port + 1)))
+    jmx=$(free_port $((storage + 1)))
+    mkdir -p "$dir/data" "$dir/commitlog" "$dir/saved_caches" "$dir/hints" "$dir/cdc" "$dir/logs" "$dir/tmp"
+    cat >"$dir/cassandra.yaml" <<EOF
 cluster_name: fairbench
 num_tokens: 1
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -100,7 +99,7 @@ saved_caches_directory: $dir/saved_caches
 hints_directory: $dir/hints
 cdc_raw_directory: $dir/cdc
 EOF
-  cat >"$dir/logback.xml" <<EOF
+    cat >"$dir/logback.xml" <<EOF
 <configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">
     <file>$dir/logs/system.log</file>
@@ -109,19 +108,28 @@ EOF
   <root level="INFO"><appender-ref ref="FILE"/></root>
 </configuration>
 EOF
-  # shellcheck disable=SC2046
-  "$(cassandra_java)" -Xms1g -Xmx1g -XX:+UseG1GC $(cassandra_jvm_flags) \
-    -Djava.net.preferIPv4Stack=true -Djava.io.tmpdir="$dir/tmp" -Djna.tmpdir="$dir/tmp" \
-    -Dcassandra.config="file://$dir/cassandra.yaml" -Dcassandra.storagedir="$dir" \
-    -Dcassandra.logdir="$dir/logs" -Dlogback.configurationFile="$dir/logback.xml" \
-    -Dcassandra.jmx.local.port="$jmx" -Dcassandra-foreground=yes \
-    -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000 \
-    -cp "$CASSANDRA_CACHE/lib/*" org.apache.cassandra.service.CassandraDaemon \
-    >"$dir/logs/stdout.log" 2>&1 &
-  echo $! >"$state/cassandra.pid"
-  local started=$SECONDS
-  wait_until Cassandra "$CASSANDRA_START_SECONDS" "$dir/logs/system.log" \
-    cassandra_ready "$(cat "$state/cassandra.pid")" "$dir/logs/system.log"
+    # shellcheck disable=SC2046
+    "$(cassandra_java)" -Xms1g -Xmx1g -XX:+UseG1GC $(cassandra_jvm_flags) \
+      -Djava.net.preferIPv4Stack=true -Djava.io.tmpdir="$dir/tmp" -Djna.tmpdir="$dir/tmp" \
+      -Dcassandra.config="file://$dir/cassandra.yaml" -Dcassandra.storagedir="$dir" \
+      -Dcassandra.logdir="$dir/logs" -Dlogback.configurationFile="$dir/logback.xml" \
+      -Dcassandra.jmx.local.port="$jmx" -Dcassandra-foreground=yes \
+      -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000 \
+      -cp "$CASSANDRA_CACHE/lib/*" org.apache.cassandra.service.CassandraDaemon \
+      >"$dir/logs/stdout.log" 2>&1 &
+    echo $! >"$state/cassandra.pid"
+    wait_until Cassandra "$CASSANDRA_START_SECONDS" "$dir/logs/system.log" \
+      cassandra_ready "$(cat "$state/cassandra.pid")" "$dir/logs/system.log"
+    pid=$(cat "$state/cassandra.pid")
+    kill -0 "$pid" 2>/dev/null && break
+    if [ "$attempt" -lt 3 ] && grep -q "Port already in use" "$dir/logs/system.log"; then
+      log "Cassandra: a port was taken during start-up, trying others"
+      rm -rf "$dir"
+      continue
+    fi
+    tail -30 "$dir/logs/system.log" >&2
+    die "Cassandra exited during start-up (log: $dir/logs/system.log)"
+  done
   log "Cassandra $CASSANDRA_VERSION on 127.0.0.1:$port (pid $(cat "$state/cassandra.pid"), data $dir, started in $((SECONDS - started)) s)"
   echo "export FAIRBENCH_TEST_CASSANDRA_URL=cql://127.0.0.1:$port"
 }
