@@ -1,10 +1,8 @@
 # Shared shell helpers of the scripts: logging, free loopback ports, running servers as their
 # own user, Debian packages, and stopping a process by the PID it was started with.
 
-# fd 9 is the caller's stderr, kept for `die` in a readiness probe whose output wait_until hides.
-exec 9>&2
 log() { echo "services: $*" >&2; }
-die() { echo "services: $*" >&9; exit 1; }
+die() { echo "services: $*" >&2; exit 1; }
 
 # The first port from $1 upwards that nothing listens on (bounded search).
 free_port() {
@@ -56,6 +54,8 @@ ensure_packages() {
 }
 
 # Waits (bounded) until "$@" succeeds, failing with the log file's tail.
+# A probe must not call die: its output is hidden here, so a message would be lost. A probe
+# that can see its server is gone answers "ready" and the caller checks the process.
 wait_until() {
   local what=$1 seconds=$2 logfile=$3
   shift 3

@@ -40,14 +40,9 @@ opensearch_java() {
   fi
 }
 
-# Ready when the cluster is yellow or green; a JVM that exited stops the wait at once.
+# Ready when the cluster is yellow or green, or the JVM is gone (the caller tells which).
 opensearch_ready() {
-  local pid=$1 port=$2 logfile=$3
-  if ! kill -0 "$pid" 2>/dev/null; then
-    tail -30 "$logfile" >&2
-    die "OpenSearch exited during start-up (log: $logfile)"
-  fi
-  curl -sf "http://127.0.0.1:$port/_cluster/health?wait_for_status=yellow&timeout=5s"
+  ! kill -0 "$1" 2>/dev/null || curl -sf "http://127.0.0.1:$2/_cluster/health?wait_for_status=yellow&timeout=5s"
 }
 
 start_opensearch() {
@@ -62,7 +57,11 @@ start_opensearch() {
     -cp "$build/lib/*:$build/launcher.jar" org.fairbench.opensearch.Launcher "$dir" "$port" \
     >"$dir/server.log" 2>&1 &
   echo $! >"$state/opensearch.pid"
-  wait_until OpenSearch 180 "$dir/server.log" opensearch_ready "$(cat "$state/opensearch.pid")" "$port" "$dir/server.log"
+  wait_until OpenSearch 180 "$dir/server.log" opensearch_ready "$(cat "$state/opensearch.pid")" "$port"
+  if ! kill -0 "$(cat "$state/opensearch.pid")" 2>/dev/null; then
+    tail -30 "$dir/server.log" >&2
+    die "OpenSearch exited during start-up (log: $dir/server.log)"
+  fi
   log "OpenSearch on 127.0.0.1:$port (pid $(cat "$state/opensearch.pid"), data $dir/data)"
   echo "export FAIRBENCH_TEST_OPENSEARCH_URL=http://127.0.0.1:$port"
 }
