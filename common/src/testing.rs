@@ -1,5 +1,15 @@
-//! For the tools' integration tests: whether a real server must be there, and its URL from
-//! the environment the test command set up.
+//! For the tools' integration tests: whether a real server must be there, its URL from the
+//! environment the test command set up, and a lock so one test at a time uses the servers.
+
+use std::sync::{Mutex, MutexGuard};
+
+/// Servers are shared by every test in a test binary; one test uses them at a time.
+static SERVERS: Mutex<()> = Mutex::new(());
+
+/// Holds the servers for one test (a test that panicked does not poison them for the next).
+pub fn lock_servers() -> MutexGuard<'static, ()> {
+    SERVERS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Whether a missing server must fail the test (the test command sets
 /// `FAIRBENCH_REQUIRE_SERVERS`; so does CI).

@@ -4,41 +4,14 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use clap::Parser;
 use geo_bench::{Opts, Summary};
 
-/// Servers are shared by every test in a binary; one test uses them at a time.
-static SERVERS: Mutex<()> = Mutex::new(());
-
-pub fn lock_servers() -> MutexGuard<'static, ()> {
-    SERVERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether a missing server must fail the test (the test command sets this; so does CI).
-pub fn servers_required() -> bool {
-    std::env::var_os("FAIRBENCH_REQUIRE_SERVERS").is_some()
-        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// The URL of a server the test command started, or `None` (with a note) when running
-/// without one outside CI.
-pub fn server_url(variable: &str) -> Option<String> {
-    match std::env::var(variable) {
-        Ok(url) => Some(url),
-        Err(_) if servers_required() => {
-            panic!(
-                "{variable} is not set: run the tests through scripts/test, which starts the servers"
-            )
-        }
-        Err(_) => {
-            eprintln!("skipped: {variable} is not set (run scripts/test to start the servers)");
-            None
-        }
-    }
-}
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use common::testing::{lock_servers, server_url};
 
 /// A database with PostGIS enabled on the test PostgreSQL, created once per test binary.
 pub fn postgis_url() -> Option<String> {

@@ -7,42 +7,15 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use mqtt_bench::{Opts, Summary};
 
-/// One test at a time loads the brokers (and the machine's two cores).
-static SERVERS: Mutex<()> = Mutex::new(());
-
-pub fn lock_servers() -> MutexGuard<'static, ()> {
-    SERVERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether a missing server must fail the test (the test command sets this; so does CI).
-pub fn servers_required() -> bool {
-    std::env::var_os("FAIRBENCH_REQUIRE_SERVERS").is_some()
-        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// A variable the test command exports, or `None` (with a note) when running without it
-/// outside CI.
-pub fn server_env(variable: &str) -> Option<String> {
-    match std::env::var(variable) {
-        Ok(value) => Some(value),
-        Err(_) if servers_required() => {
-            panic!(
-                "{variable} is not set: run the tests through scripts/test, which starts the brokers"
-            )
-        }
-        Err(_) => {
-            eprintln!("skipped: {variable} is not set (run scripts/test to start the brokers)");
-            None
-        }
-    }
-}
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use common::testing::{lock_servers, server_url as server_env, servers_required};
 
 /// Runs `mqtt-bench ARGS…` in-process.
 pub fn run(args: &[&str]) -> anyhow::Result<Summary> {

@@ -5,18 +5,14 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use clap::Parser;
 use search_bench::{Opts, Summary};
 
-/// The server is shared by every test in a binary; one test uses it at a time.
-static SERVER: Mutex<()> = Mutex::new(());
-
-pub fn lock_server() -> MutexGuard<'static, ()> {
-    SERVER.lock().unwrap_or_else(|e| e.into_inner())
-}
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use common::testing::lock_servers as lock_server;
 
 /// The OpenSearch URL the test command exported, or `None` (with a note) outside CI.
 pub fn opensearch_url() -> Option<String> {
