@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::human;
 use crate::redact::redact_url;
 
-/// Flattened into every tool's options (`#[command(flatten)]`), and stored in every report.
-#[derive(clap::Args, Serialize, Debug, Clone)]
+/// Flattened into every tool's options (`#[command(flatten)]`), stored in every report, and
+/// read back from it (a report can be the baseline of a later run).
+#[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct CommonOpts {
     /// A system to measure, as `[NAME=]URL`; repeat to compare systems in one round.
     /// Without any, the tool measures its embedded default.
@@ -22,7 +23,11 @@ pub struct CommonOpts {
 
     /// Length of one measured window.
     #[arg(long, default_value = "10s", value_parser = human::parse_duration)]
-    #[serde(rename = "duration_s", serialize_with = "seconds")]
+    #[serde(
+        rename = "duration_s",
+        serialize_with = "seconds",
+        deserialize_with = "from_seconds"
+    )]
     pub duration: Duration,
 
     /// Warm-up windows per workload and system, measured and discarded.
@@ -53,7 +58,11 @@ pub struct CommonOpts {
 
     /// Longest a window may overrun its duration before it is recorded as `timeout`.
     #[arg(long, default_value = "120s", value_parser = human::parse_duration)]
-    #[serde(rename = "ceiling_s", serialize_with = "seconds")]
+    #[serde(
+        rename = "ceiling_s",
+        serialize_with = "seconds",
+        deserialize_with = "from_seconds"
+    )]
     pub ceiling: Duration,
 
     /// Wait (at most 10 minutes) for the 1-minute load average to fall to this before measuring.
@@ -94,8 +103,15 @@ fn positive_u32(text: &str) -> Result<u32, String> {
     u32::try_from(value).map_err(|_| format!("`{text}` is too large"))
 }
 
-fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+/// A duration as fractional seconds, the way every report stores one.
+pub fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// Reads back what [`seconds`] wrote.
+pub fn from_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let s = f64::deserialize(deserializer)?;
+    Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)
 }
 
 /// One `--target [NAME=]URL`. Serializes with any password redacted.
@@ -160,6 +176,14 @@ impl Serialize for TargetSpec {
     }
 }
 
+impl<'de> Deserialize<'de> for TargetSpec {
+    /// A stored target reads back as written (its password, if any, stays redacted).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TargetSpec, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        TargetSpec::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +231,22 @@ mod tests {
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["duration_s"], 10.0);
         assert_eq!(json["ceiling_s"], 120.0);
+    }
+
+    #[test]
+    fn stored_options_read_back_as_parsed() {
+        let cli = Cli::parse_from([
+            "t",
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--duration",
+            "1.5s",
+            "--rate",
+            "5k",
+        ]);
+        let json = serde_json::to_value(&cli.common).unwrap();
+        let back: CommonOpts = serde_json::from_value(json).unwrap();
+        assert_eq!(back, cli.common);
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub fn capture_environment(load_gate: Option<f64>, progress: &Progress) -> Envir
 
 /// `LABEL: 1,234 UNIT · p50 … · p99 … · N errors`, for the line kept after each window.
 pub fn window_line(label: &str, outcome: &WindowOutcome, unit: &str) -> String {
+    window_line_per(label, outcome, unit, 1.0)
+}
+
+/// As [`window_line`] for operations that each carry `per_op` items (events per request):
+/// the rate is in items.
+pub fn window_line_per(label: &str, outcome: &WindowOutcome, unit: &str, per_op: f64) -> String {
     let latency =
         crate::recorder::percentiles(&outcome.recorder.latency).map_or_else(String::new, |p| {
             format!(
@@ -41,7 +47,7 @@ pub fn window_line(label: &str, outcome: &WindowOutcome, unit: &str) -> String {
     };
     format!(
         "{label}: {} {unit}{latency}{errors}",
-        format_rate(outcome.throughput())
+        format_rate(outcome.throughput() * per_op)
     )
 }
 

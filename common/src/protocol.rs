@@ -52,6 +52,36 @@ pub fn round_order(systems: usize, index: u32) -> Vec<usize> {
     order
 }
 
+/// One window of a run: which workload, which round, which system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub workload: usize,
+    pub round: Round,
+    pub system: usize,
+}
+
+/// Every window of a run in the order it is measured: workload by workload, each one's
+/// warm-ups then measured rounds, the systems of each round in [`round_order`] (DESIGN rules
+/// 2–4 in one place).
+pub fn schedule(
+    workloads: usize,
+    systems: usize,
+    warmup: u32,
+    measured: u32,
+) -> impl Iterator<Item = Step> {
+    (0..workloads).flat_map(move |workload| {
+        rounds(warmup, measured).flat_map(move |round| {
+            round_order(systems, round.index)
+                .into_iter()
+                .map(move |system| Step {
+                    workload,
+                    round,
+                    system,
+                })
+        })
+    })
+}
+
 /// How bad a status is, for keeping the worst one a cell earned.
 pub fn severity(status: Status) -> u8 {
     match status {
@@ -275,6 +305,30 @@ mod tests {
         assert_eq!(all[1].measured, Some(1));
         assert_eq!(all[2].label(1, 2), "round 2/2");
         assert_eq!(all[0].label(1, 2), "warm-up 1/1");
+    }
+
+    #[test]
+    fn the_schedule_interleaves_and_alternates() {
+        let steps: Vec<(usize, Option<u32>, usize)> = schedule(2, 2, 1, 2)
+            .map(|s| (s.workload, s.round.measured, s.system))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (0, None, 0),
+                (0, None, 1),
+                (0, Some(1), 1),
+                (0, Some(1), 0),
+                (0, Some(2), 0),
+                (0, Some(2), 1),
+                (1, None, 0),
+                (1, None, 1),
+                (1, Some(1), 1),
+                (1, Some(1), 0),
+                (1, Some(2), 0),
+                (1, Some(2), 1),
+            ]
+        );
     }
 
     #[test]

@@ -10,6 +10,35 @@ use crate::environment::Environment;
 /// Bumped whenever a field is renamed or changes meaning; adding a field does not bump it.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The JSON Schema every tool's `results.json` validates against (checked in beside the code,
+/// checked by every tool's tests): the core, then each tool's own fields, by URL.
+pub const RESULTS_SCHEMA: [(&str, &str); 6] = [
+    (
+        "https://fairbench.dev/schema/results.schema.json",
+        include_str!("../schema/results.schema.json"),
+    ),
+    (
+        "https://fairbench.dev/schema/tools/sql-bench.schema.json",
+        include_str!("../schema/tools/sql-bench.schema.json"),
+    ),
+    (
+        "https://fairbench.dev/schema/tools/search-bench.schema.json",
+        include_str!("../schema/tools/search-bench.schema.json"),
+    ),
+    (
+        "https://fairbench.dev/schema/tools/vector-bench.schema.json",
+        include_str!("../schema/tools/vector-bench.schema.json"),
+    ),
+    (
+        "https://fairbench.dev/schema/tools/mqtt-bench.schema.json",
+        include_str!("../schema/tools/mqtt-bench.schema.json"),
+    ),
+    (
+        "https://fairbench.dev/schema/tools/geo-bench.schema.json",
+        include_str!("../schema/tools/geo-bench.schema.json"),
+    ),
+];
+
 /// One run: one measurement round, one section (DESIGN rule 10).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Report {
@@ -116,6 +145,25 @@ pub struct SystemInfo {
     pub data_dir: Option<String>,
     /// Median 4 KiB O_DSYNC write latency measured in `data_dir`.
     pub durable_write_floor_ns: Option<u64>,
+    /// Where the system runs, as seen from the client.
+    #[serde(default)]
+    pub location: Location,
+    /// What could not be measured of this system, and why (a remote server's disk, CPU, memory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<String>,
+}
+
+/// Where a system runs, as seen from the client.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Location {
+    /// Inside the client's own process: its CPU is the client's.
+    Embedded,
+    /// On this machine (loopback or a local socket): its disk and process can be read here.
+    #[default]
+    Local,
+    /// On another host: only what its protocol reports can be read.
+    Remote,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,14 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
-//! environment the test command set up, and a lock so one test at a time uses the servers.
+//! environment the test command set up, a lock so one test at a time uses the servers, running
+//! a tool in-process on parsed arguments, and the client calls tests make to set servers up.
 
-use std::sync::{Mutex, MutexGuard};
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::results::Report;
+use crate::run::Summary;
 
 /// Servers are shared by every test in a test binary; one test uses them at a time.
 static SERVERS: Mutex<()> = Mutex::new(());
@@ -32,5 +39,174 @@ pub fn server_url(variable: &str) -> Option<String> {
             eprintln!("skipped: {variable} is not set (run scripts/test to start the servers)");
             None
         }
+    }
+}
+
+/// Parses `TOOL ARGS…` as the tool's options `O` and runs them with `run` (the tool's
+/// `run_with_interrupt`), under `interrupt`.
+pub fn run_args<O: clap::Parser>(
+    tool: &str,
+    args: &[&str],
+    interrupt: Arc<AtomicBool>,
+    run: impl FnOnce(O, Arc<AtomicBool>) -> anyhow::Result<Summary>,
+) -> anyhow::Result<Summary> {
+    let argv = std::iter::once(tool).chain(args.iter().copied());
+    let opts = O::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    run(opts, interrupt)
+}
+
+/// `PREFIX… --output DIR --quiet`, then the pairs of `quick` that `extra` does not set, then
+/// `extra` (which so overrides them).
+pub fn quick_args<'a>(
+    prefix: &[&'a str],
+    output: &'a Path,
+    quick: &[&'a str],
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut all = prefix.to_vec();
+    all.extend([
+        "--output",
+        output.to_str().expect("a UTF-8 path"),
+        "--quiet",
+    ]);
+    for pair in quick.chunks(2) {
+        if !extra.contains(&pair[0]) {
+            all.extend_from_slice(pair);
+        }
+    }
+    all.extend_from_slice(extra);
+    all
+}
+
+/// `results.json` of a results folder, as JSON.
+pub fn read_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json exists");
+    serde_json::from_str(&text).expect("results.json parses")
+}
+
+/// `results.json` of a results folder, as the report model.
+pub fn read_report(dir: &Path) -> Report {
+    serde_json::from_value(read_json(dir)).expect("results.json reads as a report")
+}
+
+/// Runs `future` to completion on a runtime of its own (for a test's own client calls; a
+/// client lives on the runtime it was made on, so make and use it inside one call).
+pub fn block_on<T>(future: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
+/// Runs SQL against a PostgreSQL server with the `psql` the server package installs.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([
+            url,
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8 from psql")
+        .trim()
+        .to_owned()
+}
+
+/// Replaces the database of a URL (`…/postgres` → `…/other`).
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{database}")
+}
+
+/// One HTTP call with curl: the status and the body.
+pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    let mut command = std::process::Command::new("curl");
+    command.args(["-s", "-X", method, "-w", "\n%{http_code}", url]);
+    if let Some(body) = body {
+        command.args(["-H", "content-type: application/json", "-d", body]);
+    }
+    let out = command.output().expect("curl runs");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 from curl");
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (status.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// Fails the test unless `results.json` of `dir` validates against the checked-in schema
+/// (the core and the tool's own `extra`), naming every violation.
+#[cfg(feature = "schema")]
+pub fn assert_matches_schema(dir: &Path) {
+    let instance = read_json(dir);
+    if let Err(violations) = schema_violations(&instance) {
+        panic!(
+            "{} does not match results.schema.json:\n{violations}",
+            dir.join("results.json").display()
+        );
+    }
+}
+
+/// The schema's verdict on one results document: `Err` with every violation, one per line.
+#[cfg(feature = "schema")]
+pub fn schema_violations(instance: &serde_json::Value) -> Result<(), String> {
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    for (url, text) in crate::results::RESULTS_SCHEMA {
+        let schema: serde_json::Value =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{url} is not JSON: {e}"));
+        compiler
+            .add_resource(url, schema)
+            .expect("each schema is added once");
+    }
+    let index = compiler
+        .compile(crate::results::RESULTS_SCHEMA[0].0, &mut schemas)
+        .expect("the schema compiles");
+    schemas
+        .validate(instance, index)
+        .map_err(|e| format!("{e:#}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_pairs_give_way_to_the_tests_own() {
+        let out = Path::new("/tmp/x");
+        let args = quick_args(
+            &["crud"],
+            out,
+            &["--rounds", "2", "--duration", "1s"],
+            &["--rounds", "5"],
+        );
+        assert_eq!(
+            args,
+            [
+                "crud",
+                "--output",
+                "/tmp/x",
+                "--quiet",
+                "--duration",
+                "1s",
+                "--rounds",
+                "5"
+            ]
+        );
+        assert_eq!(
+            with_database("postgres://u@h:1/postgres", "geo"),
+            "postgres://u@h:1/geo"
+        );
     }
 }

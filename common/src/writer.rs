@@ -5,7 +5,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::report::{render_markdown, render_svg_charts};
+use crate::export::{Exporter, export_all, results_json};
 use crate::results::Report;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,19 +64,19 @@ impl ResultsDir {
         &self.path
     }
 
-    /// Rewrites `results.json` atomically.
+    /// Rewrites `results.json` atomically (after every cell).
     pub fn write_results(&self, report: &Report) -> Result<(), WriteError> {
-        let json = serde_json::to_vec_pretty(report).expect("the report model always serializes");
-        self.write_atomic("results.json", &json)
+        self.write_atomic("results.json", &results_json(report))
     }
 
-    /// Writes everything a finished (or interrupted) run leaves: `results.json`, `report.md`
-    /// and the charts.
-    pub fn write_all(&self, report: &Report) -> Result<(), WriteError> {
-        self.write_results(report)?;
-        self.write_atomic("report.md", render_markdown(report).as_bytes())?;
-        for (name, svg) in render_svg_charts(report) {
-            self.write_atomic(&name, svg.as_bytes())?;
+    /// Writes every file of every format a finished (or interrupted) run leaves, each once.
+    pub fn write_exports(
+        &self,
+        report: &Report,
+        exporters: &[Box<dyn Exporter + '_>],
+    ) -> Result<(), WriteError> {
+        for export in export_all(report, exporters) {
+            self.write_atomic(&export.file, &export.bytes)?;
         }
         Ok(())
     }

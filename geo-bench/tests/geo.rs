@@ -3,6 +3,7 @@
 
 mod support;
 
+use common::exit::Exit;
 use common::results::{Cell, Report, Status};
 use support::*;
 
@@ -29,7 +30,8 @@ fn the_embedded_default_measures_the_curve_and_the_query_table() {
     let out = dir.path().join("run");
     let summary = run(&args(&out, &[])).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(&out);
     let workloads: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
         workloads,
@@ -165,8 +167,8 @@ fn every_target_agrees_with_the_oracle_and_is_measured_in_one_round() {
     .unwrap();
     let report = &summary.report;
     assert_eq!(
-        summary.exit_code,
-        0,
+        summary.exit,
+        Exit::AllOk,
         "{:#?}",
         report
             .cells
@@ -268,7 +270,7 @@ fn durable_is_refused_when_appendfsync_is_not_always() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let refused = cell(&summary.report, "radius 1 km c2", "redis-volatile");
     assert_eq!(refused.status, Status::Refused);
     let reason = refused.reason.as_deref().unwrap();
@@ -321,7 +323,7 @@ fn a_wrong_answer_makes_the_cell_invalid_with_an_example() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let c = cell(&summary.report, "radius 10 km c2", "redis-volatile");
     assert_eq!(c.status, Status::Invalid);
     assert!(
@@ -419,7 +421,7 @@ fn an_interrupted_run_still_writes_what_it_measured() {
     )
     .unwrap();
     stopper.join().unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     assert!(report.notes.iter().any(|n| n.contains("interrupted")));
     assert!(

@@ -420,7 +420,10 @@ fn finish(
         );
     }
     report.extra.insert("brokers".into(), json!(after));
-    results.write_all(&report)?;
+    results.write_exports(
+        &report,
+        &common::export::exporters(&common::export::SharedReport),
+    )?;
     results.write_atomic("report.md", report::render_markdown(&report).as_bytes())?;
     println!("{}", report::render(&report));
     if !opts.common.quiet {

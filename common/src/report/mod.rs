@@ -1,6 +1,7 @@
 //! Reports: pure functions from a [`Report`] to text (terminal, Markdown) and charts (SVG),
 //! in the seeds' shape: workloads as rows, systems as columns.
 
+pub mod chart;
 mod svg;
 mod table;
 
@@ -10,7 +11,7 @@ pub use table::Table;
 use std::time::Duration;
 
 use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
-use crate::results::{Cell, Report, Status, Verdict, VerdictKind};
+use crate::results::{Cell, Report, Status, SystemInfo, Verdict, VerdictKind};
 
 /// Compares every `ok` cell with the reference system's cell of the same workload. The verdict
 /// is parity when the two round-to-round ranges overlap (the noise band, DESIGN rule 11); it needs
@@ -316,14 +317,32 @@ fn title(report: &Report) -> String {
     format!("{} {} · {}", report.tool, report.suite, report.section)
 }
 
+/// The tables of the shared report: throughput, latency and, with a reference, the verdicts.
+pub fn shared_tables(report: &Report) -> Vec<Table> {
+    let mut tables = vec![throughput_table(report), latency_table(report)];
+    tables.extend(verdict_table(report, &verdicts(report)));
+    tables
+}
+
+/// `name: version`, a system's line under the terminal summary.
+pub fn system_line(system: &SystemInfo) -> String {
+    format!("{}: {}", system.name, system.version)
+}
+
 /// The terminal summary printed at the end of a run.
 pub fn render_terminal(report: &Report) -> String {
-    let verdicts = verdicts(report);
-    let mut out = format!("\n{}\n{}\n\n", title(report), method_line(report));
-    out.push_str(&throughput_table(report).to_text());
-    out.push('\n');
-    out.push_str(&latency_table(report).to_text());
-    if let Some(table) = verdict_table(report, &verdicts) {
+    terminal_frame(report, &shared_tables(report), &system_line)
+}
+
+/// A terminal summary: the title and method, `tables`, the cells without a figure, one line
+/// per system (`line`), the environment and the notes. Every tool's summary has this frame.
+pub fn terminal_frame(
+    report: &Report,
+    tables: &[Table],
+    line: &dyn Fn(&SystemInfo) -> String,
+) -> String {
+    let mut out = format!("\n{}\n{}\n", title(report), method_line(report));
+    for table in tables {
         out.push('\n');
         out.push_str(&table.to_text());
     }
@@ -336,7 +355,8 @@ pub fn render_terminal(report: &Report) -> String {
     }
     out.push('\n');
     for s in &report.systems {
-        out.push_str(&format!("{}: {}\n", s.name, s.version));
+        out.push_str(&line(s));
+        out.push('\n');
     }
     for line in environment_lines(report) {
         out.push_str(&format!("{line}\n"));
@@ -349,7 +369,13 @@ pub fn render_terminal(report: &Report) -> String {
 
 /// `report.md`: the same figures with the systems' evidence, environment and notes in full.
 pub fn render_markdown(report: &Report) -> String {
-    let verdicts = verdicts(report);
+    markdown_frame(report, &shared_tables(report), "")
+}
+
+/// A `report.md`: the title, run and method, `tables`, the cells without a figure, the
+/// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
+/// Every tool's report has this frame.
+pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
     let mut out = format!("# {}\n\n", title(report));
     out.push_str(&format!(
         "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
@@ -364,11 +390,10 @@ pub fn render_markdown(report: &Report) -> String {
         report.git_commit.as_deref().unwrap_or("unknown"),
         method_line(report)
     ));
-    out.push_str(&throughput_table(report).to_markdown());
-    out.push('\n');
-    out.push_str(&latency_table(report).to_markdown());
-    if let Some(table) = verdict_table(report, &verdicts) {
-        out.push('\n');
+    for (i, table) in tables.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
         out.push_str(&table.to_markdown());
     }
     let problems = problems(report);
@@ -380,6 +405,7 @@ pub fn render_markdown(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&systems_table(report).to_markdown());
+    out.push_str(more);
     out.push_str("\n**Environment**\n\n");
     for line in environment_lines(report) {
         out.push_str(&format!("- {line}\n"));
@@ -397,7 +423,7 @@ pub fn render_markdown(report: &Report) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::environment::Environment;
-    use crate::results::{Counts, Percentiles, SystemInfo, Throughput};
+    use crate::results::{Counts, Percentiles, Throughput};
 
     pub fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
         let mut cell = Cell::new(workload, system, "ops/s", 16, rounds.len() as u32);
@@ -479,6 +505,23 @@ pub(crate) mod tests {
                 Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
         }
         assert!(verdicts(&report).is_empty());
+    }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn the_sample_report_matches_the_schema_and_a_broken_one_does_not() {
+        use crate::testing::schema_violations;
+        let mut report = serde_json::to_value(sample()).unwrap();
+        report["options"] = serde_json::json!({
+            "targets": [], "reference": null, "duration_s": 10.0, "warmup": 1, "rounds": 3,
+            "connections": 16, "rate_per_s": null, "seed": 42, "output": null,
+            "ceiling_s": 120.0, "load_gate": null, "quiet": false
+        });
+        report["environment"]["cores"] = 2.into();
+        schema_violations(&report).unwrap();
+        report["cells"][0]["status"] = "fast".into();
+        let violations = schema_violations(&report).unwrap_err();
+        assert!(violations.contains("/cells/0/status"), "{violations}");
     }
 
     #[test]

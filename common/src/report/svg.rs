@@ -3,12 +3,10 @@
 
 use std::fmt::Write as _;
 
+use super::chart::{self, color, escape};
 use crate::human::format_rate;
 use crate::results::Report;
 
-const PALETTE: [&str; 8] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
-];
 const LABEL_W: f64 = 150.0;
 const PLOT_W: f64 = 520.0;
 const BAR_H: f64 = 16.0;
@@ -33,16 +31,14 @@ pub fn render_svg_charts(report: &Report) -> Vec<(String, String)> {
     let width = LABEL_W + PLOT_W + 110.0;
     let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="8" y="20" font-size="14">{} {} — {} ({unit}, median; whisker: min–max)</text>"#,
-        escape(&report.tool),
-        escape(&report.suite),
-        escape(&report.section)
+    chart::open(
+        &mut svg,
+        width,
+        height,
+        &format!(
+            "{} {} — {} ({unit}, median; whisker: min–max)",
+            report.tool, report.suite, report.section
+        ),
     );
     for (w, workload) in workloads.iter().enumerate() {
         let top = 36.0 + group_h * w as f64;
@@ -58,7 +54,7 @@ pub fn render_svg_charts(report: &Report) -> Vec<(String, String)> {
                 .cells
                 .iter()
                 .find(|c| &c.workload == workload && c.system == system.name);
-            let color = PALETTE[s % PALETTE.len()];
+            let color = color(s);
             match cell.and_then(|c| c.usable_throughput()) {
                 Some(t) => {
                     let scale = |v: f64| LABEL_W + PLOT_W * v / max;
@@ -101,20 +97,14 @@ pub fn render_svg_charts(report: &Report) -> Vec<(String, String)> {
         let _ = writeln!(
             svg,
             r#"<rect x="{LABEL_W}" y="{y:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            PALETTE[s % PALETTE.len()],
+            color(s),
             LABEL_W + 18.0,
             y + 10.0,
             escape(&system.name)
         );
     }
-    svg.push_str("</svg>\n");
+    chart::close(&mut svg);
     vec![("throughput.svg".to_owned(), svg)]
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -8,47 +8,15 @@ pub mod redis;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
+use common::results::Location;
+pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
 
 use crate::events::Event;
-use crate::queries::Query;
-use crate::workloads::workers::GeoWorkers;
-
-/// Why a target could not do what was asked; every message is one complete sentence.
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("cannot connect to {system} at {url}: {message}")]
-    Connect {
-        system: String,
-        url: String,
-        message: String,
-    },
-    #[error("{system}: {message}")]
-    Query { system: String, message: String },
-    #[error(
-        "{system}: {object} exists but was not created by fairbench; refusing to touch it \
-         (fairbench only writes objects it created: use another database, or move that object)"
-    )]
-    Foreign { system: String, object: String },
-    #[error("`{url}` is not a target geo-bench can drive: {message}")]
-    Url { url: String, message: String },
-    /// A message that is already a complete sentence.
-    #[error("{0}")]
-    Other(String),
-}
-
-/// How a target is known in reports.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub name: String,
-    pub url_redacted: String,
-}
+use crate::session::GeoWorkers;
 
 /// What a system reported about itself.
 #[derive(Debug, Clone, Default)]
@@ -63,6 +31,8 @@ pub struct Description {
     /// The durability it runs with, in words, as its cells are labelled.
     pub durability: String,
     pub data_dir: Option<PathBuf>,
+    /// Where the system runs, as seen from the client.
+    pub location: Location,
     /// Set when the system does not run as its URL asked (a `durable` target whose
     /// `appendfsync` is not `always`): the system is refused, not measured.
     pub refusal: Option<String>,
@@ -107,36 +77,6 @@ pub trait Target: Send {
     }
 }
 
-/// One connection's measured operations, for async clients.
-pub trait GeoSession: Send + 'static {
-    /// Inserts `batch` as one request (one acknowledgement for all its events).
-    fn insert(&mut self, batch: &[Event]) -> impl Future<Output = Result<(), OpError>> + Send;
-
-    /// Answers `query` into `ids` (cleared first).
-    fn query(
-        &mut self,
-        query: &Query,
-        ids: &mut Vec<u128>,
-    ) -> impl Future<Output = Result<(), OpError>> + Send;
-
-    /// Sends one single-point add per event, pipelined, and waits for every reply. `first`
-    /// numbers the members so they are unique.
-    fn add_points(
-        &mut self,
-        events: &[Event],
-        first: u64,
-    ) -> impl Future<Output = Result<(), OpError>> + Send {
-        let _ = (events, first);
-        async { Err(OpError::Fatal("this target has no single-point add".into())) }
-    }
-}
-
-/// The same for synchronous clients, each driven from its own thread.
-pub trait BlockingGeoSession: Send + 'static {
-    fn insert(&mut self, batch: &[Event]) -> Result<(), OpError>;
-    fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError>;
-}
-
 /// Where a target lives when nothing else is said: the embedded SQLite R*Tree store in the
 /// results folder.
 pub const DEFAULT_TARGET: &str = "sqlite";
@@ -148,32 +88,10 @@ pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Targe
         "postgres" | "postgresql" | "postgis" => postgis::PostgisTarget::open(spec).await,
         "redis" | "valkey" => redis::RedisTarget::open(spec).await,
         "archerdb" => archerdb::open(spec),
-        other => Err(TargetError::Url {
-            url: spec.url_redacted(),
-            message: format!(
-                "unknown scheme `{other}`; use sqlite[:PATH], postgres://… (with PostGIS), redis://… or valkey://…"
-            ),
-        }),
-    }
-}
-
-/// Whether `host` is this machine, so its data directory can be measured here.
-pub fn is_local_host(host: &str) -> bool {
-    host.is_empty()
-        || host == "localhost"
-        || host.starts_with('/')
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// A dead connection stops the worker; anything else fails one operation.
-pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
-    if fatal {
-        OpError::Fatal(message.to_string())
-    } else {
-        OpError::Failed(message.to_string())
+        _ => Err(TargetError::unknown_scheme(
+            spec,
+            "sqlite[:PATH], postgres://… (with PostGIS), redis://… or valkey://…",
+        )),
     }
 }
 
@@ -191,6 +109,5 @@ mod tests {
             .to_string();
         assert!(error.contains("unknown scheme `mongodb`"), "{error}");
         assert!(error.contains("redis://"), "{error}");
-        assert!(is_local_host("127.0.0.1") && !is_local_host("10.1.2.3"));
     }
 }

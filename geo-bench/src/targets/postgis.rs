@@ -13,14 +13,15 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::results::Location;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 use uuid::Uuid;
 
-use super::{Description, GeoSession, Identity, Target, TargetError, is_local_host, op_error};
+use super::{Description, Identity, Target, TargetError, is_local_host, op_error};
 use crate::events::Event;
 use crate::queries::Query;
-use crate::workloads::workers::{GeoWorkers, async_workers};
+use crate::session::{GeoSession, GeoWorkers, async_workers};
 
 const SCHEMA: &str = "fairbench_geo";
 const MARKER: &str = "created by fairbench";
@@ -98,11 +99,7 @@ async fn insert(
 
 /// Connects and drives the connection on a task of its own, on the runtime (lane) that called.
 async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let connect_error = |message: String| TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message,
-    };
+    let connect_error = |message: String| identity.connect_error(message);
     let (client, connection) =
         match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
             Ok(Ok(pair)) => pair,
@@ -163,10 +160,7 @@ impl PostgisTarget {
                 })?;
         config.application_name("fairbench");
         config.connect_timeout(CONNECT_TIMEOUT);
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "postgis".into()),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "postgis");
         let control = connect(&config, &identity).await?;
         Ok(Box::new(PostgisTarget {
             identity,
@@ -176,10 +170,7 @@ impl PostgisTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        TargetError::Query {
-            system: self.identity.name.clone(),
-            message: e.to_string(),
-        }
+        self.identity.query_error(e)
     }
 
     async fn batch(&self, sql: &str) -> Result<(), TargetError> {
@@ -321,6 +312,11 @@ impl Target for PostgisTarget {
                 durable,
                 durability,
                 data_dir,
+                location: if self.is_local() {
+                    Location::Local
+                } else {
+                    Location::Remote
+                },
                 refusal,
                 method: vec![
                     "a batch is one INSERT … SELECT FROM unnest(arrays) statement: one commit".into(),
@@ -334,10 +330,7 @@ impl Target for PostgisTarget {
         Box::pin(async move {
             for table in [QUERY_SET, INSERT_SET] {
                 if self.ownership(table).await? == Some(false) {
-                    return Err(TargetError::Foreign {
-                        system: self.identity.name.clone(),
-                        object: format!("relation {SCHEMA}.{table}"),
-                    });
+                    return Err(self.identity.foreign(format!("relation {SCHEMA}.{table}")));
                 }
             }
             self.batch(&format!("CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))

@@ -16,11 +16,13 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use geo::{Contains, Point};
 
-use super::{Description, GeoSession, Identity, Target, TargetError, is_local_host, op_error};
+use super::{
+    Description, Identity, Target, TargetError, is_local_host, location_of_host, op_error,
+};
 use crate::events::{EVENT_BYTES, Event, METRES_PER_DEGREE, parse_hex_id, write_hex_id};
 use crate::queries::{Query, bounds};
 use crate::resp::{Frame, Resp, Value};
-use crate::workloads::workers::{GeoWorkers, async_workers};
+use crate::session::{GeoSession, GeoWorkers, async_workers};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Marks fairbench's keys as fairbench's.
@@ -350,11 +352,7 @@ async fn answer(resp: &mut Resp, query: &Query, ids: &mut Vec<u128>) -> Result<(
 
 /// Opens an authenticated connection on the right database.
 async fn connect(address: &Address, identity: &Identity) -> Result<Resp, TargetError> {
-    let connect_error = |message: String| TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message,
-    };
+    let connect_error = |message: String| identity.connect_error(message);
     let target = format!("{}:{}", address.host, address.port);
     let mut resp = Resp::connect(&target, CONNECT_TIMEOUT).await.map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::ConnectionRefused {
@@ -403,13 +401,7 @@ impl RedisTarget {
             url: spec.url_redacted(),
             message,
         })?;
-        let identity = Identity {
-            name: spec
-                .name
-                .clone()
-                .unwrap_or_else(|| spec.scheme().to_owned()),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, spec.scheme());
         let control = connect(&address, &identity).await?;
         Ok(Box::new(RedisTarget {
             identity,
@@ -419,10 +411,7 @@ impl RedisTarget {
     }
 
     fn error(&self, e: impl ToString) -> TargetError {
-        TargetError::Query {
-            system: self.identity.name.clone(),
-            message: e.to_string(),
-        }
+        self.identity.query_error(e)
     }
 
     async fn call(&mut self, args: &[&[u8]]) -> Result<Value, TargetError> {
@@ -530,6 +519,7 @@ impl Target for RedisTarget {
                 durable,
                 durability,
                 data_dir: is_local_host(&self.address.host).then(|| PathBuf::from(dir)),
+                location: location_of_host(&self.address.host),
                 refusal,
                 method: vec![
                     "a batch is three pipelined commands: GEOADD of every position, HSET of every 128-byte record by event id, HSET of the latest record by entity id".into(),
@@ -546,10 +536,9 @@ impl Target for RedisTarget {
             if !ours {
                 for key in all_keys() {
                     if self.int(&[b"EXISTS", key]).await? > 0 {
-                        return Err(TargetError::Foreign {
-                            system: self.identity.name.clone(),
-                            object: format!("key {}", String::from_utf8_lossy(key)),
-                        });
+                        return Err(self
+                            .identity
+                            .foreign(format!("key {}", String::from_utf8_lossy(key))));
                     }
                 }
             }
@@ -563,9 +552,9 @@ impl Target for RedisTarget {
             for chunk in events.chunks(LOAD_CHUNK) {
                 insert_batch(&mut self.control, QUERY_SET, chunk)
                     .await
-                    .map_err(|e| TargetError::Query {
-                        system: self.identity.name.clone(),
-                        message: format!("loading the query set: {e}"),
+                    .map_err(|e| {
+                        self.identity
+                            .query_error(format!("loading the query set: {e}"))
                     })?;
             }
             Ok(())

@@ -12,13 +12,14 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::results::Location;
 use geo::{Contains, Distance, Geodesic, Point};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{BlockingGeoSession, Description, Identity, Target, TargetError};
+use super::{Description, Identity, Target, TargetError};
 use crate::events::Event;
 use crate::queries::{Query, bounds};
-use crate::workloads::workers::{GeoWorkers, blocking_workers};
+use crate::session::{BlockingGeoSession, GeoWorkers, blocking_workers};
 
 /// Lists the tables fairbench created in this file (shared with sql-bench's SQLite target).
 const MARKER_TABLE: &str = "fairbench_objects";
@@ -51,13 +52,6 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.busy_timeout(Duration::from_secs(120))?;
     Ok(conn)
-}
-
-fn query_error(identity: &Identity, e: impl ToString) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
 }
 
 fn failed(e: impl ToString) -> OpError {
@@ -168,21 +162,17 @@ impl SqliteTarget {
         } else {
             PathBuf::from(rest)
         };
-        let name = spec.name.clone().unwrap_or_else(|| "sqlite".into());
-        let connect_error = |message: String| TargetError::Connect {
-            system: name.clone(),
-            url: path.display().to_string(),
-            message,
+        let identity = Identity {
+            url_redacted: format!("sqlite:{}", path.display()),
+            ..Identity::of(spec, "sqlite")
         };
+        let connect_error = |message: String| identity.connect_error(message);
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| connect_error(e.to_string()))?;
         }
         let control = connect(&path).map_err(|e| connect_error(e.to_string()))?;
         Ok(Box::new(SqliteTarget {
-            identity: Identity {
-                name,
-                url_redacted: format!("sqlite:{}", path.display()),
-            },
+            identity,
             path,
             control,
             write_lock: Arc::new(Mutex::new(())),
@@ -190,7 +180,7 @@ impl SqliteTarget {
     }
 
     fn error(&self, e: impl ToString) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     /// Whether `name` exists, and if so whether fairbench's marker lists it.
@@ -233,10 +223,9 @@ impl SqliteTarget {
         for set in [QUERY_SET, INSERT_SET] {
             let table = &objects(set)[0];
             if self.ownership(table).map_err(|e| self.error(e))? == Some(false) {
-                return Err(TargetError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("table {table} in {}", self.path.display()),
-                });
+                return Err(self
+                    .identity
+                    .foreign(format!("table {table} in {}", self.path.display())));
             }
         }
         Ok(())
@@ -358,6 +347,7 @@ impl Target for SqliteTarget {
                     format!("not durable per commit: journal_mode={journal_mode}, synchronous={synchronous}")
                 },
                 data_dir: self.path.parent().map(Path::to_path_buf),
+                location: Location::Embedded,
                 refusal,
                 method: vec![
                     "an R*Tree bounding-box probe, then exact filtering in-process: geodesic distance (WGS84) for radius, point in polygon (planar lon/lat) for polygons".into(),
@@ -371,8 +361,7 @@ impl Target for SqliteTarget {
         Box::pin(async move {
             self.check_ours()?;
             for set in [QUERY_SET, INSERT_SET] {
-                self.create(set)
-                    .map_err(|e| query_error(&self.identity, e))?;
+                self.create(set).map_err(|e| self.identity.query_error(e))?;
             }
             Ok(())
         })
@@ -388,7 +377,7 @@ impl Target for SqliteTarget {
                 }
                 self.control.execute_batch(&format!("ANALYZE {QUERY_SET}"))
             })
-            .map_err(|e| query_error(&self.identity, e))
+            .map_err(|e| self.identity.query_error(e))
         })
     }
 
@@ -433,7 +422,7 @@ impl Target for SqliteTarget {
         Box::pin(async move {
             for set in [QUERY_SET, INSERT_SET] {
                 self.drop_set(set)
-                    .map_err(|e| query_error(&self.identity, e))?;
+                    .map_err(|e| self.identity.query_error(e))?;
             }
             Ok(())
         })
@@ -446,7 +435,7 @@ impl Target for SqliteTarget {
         let connector: Connector<SqliteSession> = Arc::new(move || {
             let (path, write_lock, identity) = (path.clone(), write_lock.clone(), identity.clone());
             Box::pin(async move {
-                let conn = connect(&path).map_err(|e| query_error(&identity, e).to_string())?;
+                let conn = connect(&path).map_err(|e| identity.query_error(e).to_string())?;
                 Ok(SqliteSession { conn, write_lock })
             })
         });

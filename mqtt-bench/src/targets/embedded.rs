@@ -57,7 +57,7 @@ pub async fn open(spec: &TargetSpec) -> Result<Broker, TargetError> {
         verified,
         labels: LABELS.iter().map(|l| (*l).to_owned()).collect(),
         data_dir: None,
-        durable_write_floor_ns: None,
+        ..SystemInfo::default()
     };
     Ok(Broker {
         endpoint: endpoint(guard.addr.to_string(), None, None),

@@ -55,7 +55,7 @@ pub async fn open(spec: &TargetSpec, pid: Option<&BrokerPid>) -> Result<Broker, 
         verified,
         labels: Vec::new(),
         data_dir: None,
-        durable_write_floor_ns: None,
+        ..SystemInfo::default()
     };
     Ok(Broker {
         endpoint,

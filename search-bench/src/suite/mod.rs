@@ -346,7 +346,10 @@ async fn finish(run: phases::Run<'_>) -> anyhow::Result<Summary> {
             }
         }
     }
-    results.write_all(&report)?;
+    results.write_exports(
+        &report,
+        &common::export::exporters(&common::export::SharedReport),
+    )?;
     let markdown = format!(
         "{}\n{}",
         render_markdown(&report),

@@ -55,7 +55,7 @@ pub async fn connect_all(
                     .data_dir
                     .as_ref()
                     .map(|d| d.display().to_string()),
-                durable_write_floor_ns: None,
+                ..SystemInfo::default()
             },
             refused: None,
         };

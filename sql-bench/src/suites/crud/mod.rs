@@ -569,7 +569,10 @@ async fn finish(
             }
         }
     }
-    results.write_all(&report)?;
+    results.write_exports(
+        &report,
+        &common::export::exporters(&common::export::SharedReport),
+    )?;
     if let Some(evidence) = crate::replication::render::render_markdown(&report) {
         let markdown = common::report::render_markdown(&report) + &evidence;
         results.write_atomic("report.md", markdown.as_bytes())?;

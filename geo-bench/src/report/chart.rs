@@ -5,13 +5,11 @@
 use std::fmt::Write as _;
 
 use common::human::format_thousands;
+use common::report::chart::{self, color, decades, escape};
 use common::results::{Cell, Report};
 
-use crate::report::{distinct, family, number};
+use super::{distinct, family, number};
 
-const PALETTE: [&str; 8] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
-];
 const LEFT: f64 = 80.0;
 const TOP: f64 = 40.0;
 const PLOT_W: f64 = 560.0;
@@ -36,10 +34,6 @@ struct Scale {
 
 impl Scale {
     fn of(points: &[Point<'_>]) -> Scale {
-        let decades = |lo: f64, hi: f64| {
-            let lo = lo.max(1e-3).log10().floor();
-            (lo, hi.max(1e-3).log10().ceil().max(lo + 1.0))
-        };
         let fold = |f: fn(&Point<'_>) -> f64| {
             points
                 .iter()
@@ -63,12 +57,6 @@ impl Scale {
     fn y(&self, v: f64) -> f64 {
         TOP + PLOT_H * (1.0 - (v.max(1e-3).log10() - self.y_lo) / (self.y_hi - self.y_lo))
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn axes(svg: &mut String, scale: &Scale) {
@@ -171,16 +159,14 @@ pub fn render_curve_svg(report: &Report) -> Option<String> {
     }
     let scale = Scale::of(&points);
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">"#,
+    chart::open(
+        &mut svg,
         LEFT + PLOT_W + 220.0,
-        TOP + PLOT_H + 60.0
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="8" y="20" font-size="14">{} — insert throughput by events per request (log–log; whisker: min–max)</text>"#,
-        escape(&report.tool)
+        TOP + PLOT_H + 60.0,
+        &format!(
+            "{} — insert throughput by events per request (log–log; whisker: min–max)",
+            report.tool
+        ),
     );
     axes(&mut svg, &scale);
     let most_clients = points
@@ -208,11 +194,11 @@ pub fn render_curve_svg(report: &Report) -> Option<String> {
             &mut svg,
             &scale,
             &line,
-            PALETTE[index % PALETTE.len()],
+            color(index),
             *clients != most_clients,
             row,
         );
     }
-    svg.push_str("</svg>\n");
+    chart::close(&mut svg);
     Some(svg)
 }

@@ -1,14 +1,15 @@
 //! geo-bench's report, as pure functions of a [`Report`]: the insert curve table (events/s by
 //! events per request, one row per system and client count, the durable-write floor beside
-//! it), the query table (ops/s, p50/p99) and pipelined adds; the chart is in [`crate::chart`].
+//! it), the query table (ops/s, p50/p99) and pipelined adds; the chart is in [`chart`].
+
+pub mod chart;
 
 use std::collections::BTreeMap;
 
+use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{
-    Table, environment_lines, method_line, problems, systems_table, verdict_table,
-};
-use common::results::{Cell, Report, Status};
+use common::report::{Table, markdown_frame, terminal_frame, verdict_table};
+use common::results::{Cell, Report, Status, SystemInfo};
 use serde_json::json;
 
 pub(crate) fn family(cell: &Cell) -> &str {
@@ -245,83 +246,43 @@ pub fn curve_json(report: &Report) -> serde_json::Value {
     json!(curve)
 }
 
-fn title(report: &Report) -> String {
-    format!("{} {} · {}", report.tool, report.suite, report.section)
+/// A system's line under the terminal summary: its version and the durability it runs with.
+fn system_line(s: &SystemInfo) -> String {
+    let durability = s.verified.get("durability").map_or("", String::as_str);
+    format!("{}: {} · {durability}", s.name, s.version)
 }
 
 /// The terminal summary printed at the end of a run.
 pub fn render_terminal(report: &Report) -> String {
-    let mut out = format!("\n{}\n{}\n", title(report), method_line(report));
-    for table in tables(report) {
-        out.push('\n');
-        out.push_str(&table.to_text());
-    }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\nCells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
-    out.push('\n');
-    for s in &report.systems {
-        let durability = s.verified.get("durability").map_or("", String::as_str);
-        out.push_str(&format!("{}: {} · {durability}\n", s.name, s.version));
-    }
-    for line in environment_lines(report) {
-        out.push_str(&format!("{line}\n"));
-    }
-    for note in &report.notes {
-        out.push_str(&format!("note: {note}\n"));
-    }
-    out
+    terminal_frame(report, &tables(report), &system_line)
 }
 
 /// `report.md`: the same tables, the comparison with the reference, the systems' evidence,
 /// the environment and the notes.
 pub fn render_markdown(report: &Report) -> String {
-    let mut out = format!("# {}\n\n", title(report));
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
-        report.run_id,
-        report.started_at,
-        report
-            .finished_at
-            .as_deref()
-            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
-        report.tool,
-        report.tool_version,
-        report.git_commit.as_deref().unwrap_or("unknown"),
-        method_line(report)
-    ));
-    for table in tables(report) {
-        out.push_str(&table.to_markdown());
-        out.push('\n');
+    let mut all = tables(report);
+    all.extend(verdict_table(report, &report.verdicts));
+    markdown_frame(report, &all, "")
+}
+
+/// geo-bench's renderers, for common's run lifecycle.
+pub struct GeoReport;
+
+impl ToolReport for GeoReport {
+    fn terminal(&self, report: &Report) -> String {
+        render_terminal(report)
     }
-    if let Some(table) = verdict_table(report, &report.verdicts) {
-        out.push_str(&table.to_markdown());
-        out.push('\n');
+
+    fn markdown(&self, report: &Report) -> String {
+        render_markdown(report)
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
-        out.push('\n');
+
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        chart::render_curve_svg(report)
+            .map(|svg| ("insert-curve.svg".to_owned(), svg))
+            .into_iter()
+            .collect()
     }
-    out.push_str(&systems_table(report).to_markdown());
-    out.push_str("\n**Environment**\n\n");
-    for line in environment_lines(report) {
-        out.push_str(&format!("- {line}\n"));
-    }
-    if !report.notes.is_empty() {
-        out.push_str("\n**What this run does not establish, and other notes**\n\n");
-        for note in &report.notes {
-            out.push_str(&format!("- {note}\n"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -484,7 +445,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_curve_chart_has_one_line_per_system_and_client_count() {
-        let svg = crate::chart::render_curve_svg(&sample()).unwrap();
+        let svg = chart::render_curve_svg(&sample()).unwrap();
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert_eq!(svg.matches("<circle").count(), 4);
         assert!(svg.contains("sqlite · 1 client") && svg.ends_with("</svg>\n"));

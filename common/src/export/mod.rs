@@ -1,0 +1,151 @@
+//! The files a run leaves beside `results.json`, one exporter per format. Every exporter is a
+//! pure function of the [`Report`]; [`crate::writer::ResultsDir::write_exports`] does the I/O,
+//! once per file.
+
+use crate::report;
+use crate::results::{Report, Verdict};
+
+/// One file of the results folder: its name and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    pub file: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Export {
+    pub fn new(file: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Export {
+        Export {
+            file: file.into(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
+/// One output format: the files it makes of a report (none when it has nothing to show).
+pub trait Exporter {
+    fn export(&self, report: &Report) -> Vec<Export>;
+}
+
+/// How a tool reads its own report: its verdicts, terminal summary, Markdown and charts. The
+/// defaults are the seed-style tables every tool shares; a tool overrides what it shows beyond.
+pub trait ToolReport: Sync {
+    /// The verdicts of the finished report (DESIGN rule 11).
+    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
+        report::verdicts(report)
+    }
+
+    /// The summary printed on stdout at the end of a run.
+    fn terminal(&self, report: &Report) -> String {
+        report::render_terminal(report)
+    }
+
+    /// `report.md`.
+    fn markdown(&self, report: &Report) -> String {
+        report::render_markdown(report)
+    }
+
+    /// SVG charts as (file name, SVG text).
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        report::render_svg_charts(report)
+    }
+}
+
+/// The tables every tool shares and nothing more.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SharedReport;
+
+impl ToolReport for SharedReport {}
+
+/// `results.json`: the report itself.
+pub struct Json;
+
+impl Exporter for Json {
+    fn export(&self, report: &Report) -> Vec<Export> {
+        vec![Export::new("results.json", results_json(report))]
+    }
+}
+
+/// The bytes of `results.json`.
+pub fn results_json(report: &Report) -> Vec<u8> {
+    serde_json::to_vec_pretty(report).expect("the report model always serializes")
+}
+
+/// `report.md`, as the tool writes it.
+pub struct Markdown<'a>(pub &'a dyn ToolReport);
+
+impl Exporter for Markdown<'_> {
+    fn export(&self, report: &Report) -> Vec<Export> {
+        vec![Export::new("report.md", self.0.markdown(report))]
+    }
+}
+
+/// The tool's SVG charts.
+pub struct Charts<'a>(pub &'a dyn ToolReport);
+
+impl Exporter for Charts<'_> {
+    fn export(&self, report: &Report) -> Vec<Export> {
+        self.0
+            .charts(report)
+            .into_iter()
+            .map(|(file, svg)| Export::new(file, svg))
+            .collect()
+    }
+}
+
+/// Every format a finished run is written in, for a tool's report.
+pub fn exporters(tool: &dyn ToolReport) -> Vec<Box<dyn Exporter + '_>> {
+    vec![
+        Box::new(Json),
+        Box::new(Markdown(tool)),
+        Box::new(Charts(tool)),
+    ]
+}
+
+/// Every file of every format, in order, with a clash of file names refused: no file is
+/// written twice.
+pub fn export_all(report: &Report, exporters: &[Box<dyn Exporter + '_>]) -> Vec<Export> {
+    let mut files: Vec<Export> = Vec::new();
+    for exporter in exporters {
+        for export in exporter.export(report) {
+            assert!(
+                !files.iter().any(|f| f.file == export.file),
+                "two exporters both write {}",
+                export.file
+            );
+            files.push(export);
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Own;
+
+    impl ToolReport for Own {
+        fn markdown(&self, _: &Report) -> String {
+            "# own\n".into()
+        }
+    }
+
+    #[test]
+    fn a_tool_replaces_the_markdown_and_keeps_the_rest() {
+        let report = crate::report::tests::sample();
+        let files = export_all(&report, &exporters(&Own));
+        let names: Vec<&str> = files.iter().map(|f| f.file.as_str()).collect();
+        assert_eq!(names, ["results.json", "report.md", "throughput.svg"]);
+        assert_eq!(files[1].bytes, b"# own\n");
+        let back: Report = serde_json::from_slice(&files[0].bytes).unwrap();
+        assert_eq!(back.cells.len(), report.cells.len());
+    }
+
+    #[test]
+    #[should_panic(expected = "two exporters both write results.json")]
+    fn a_file_written_twice_is_refused() {
+        let report = crate::report::tests::sample();
+        let twice: Vec<Box<dyn Exporter>> = vec![Box::new(Json), Box::new(Json)];
+        export_all(&report, &twice);
+    }
+}

@@ -1,0 +1,77 @@
+//! What every SVG chart shares: the palette (one colour per system, in report order), text
+//! escaping, the frame (the `<svg>` element and its title) and log-scale decades.
+
+use std::fmt::Write as _;
+
+use crate::results::Report;
+
+/// Tableau 10's first eight: distinct in print and for the common colour blindnesses.
+pub const PALETTE: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+];
+
+/// The colour of the `index`-th series.
+pub fn color(index: usize) -> &'static str {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// The colour of a system: by its place among the report's systems, so a system keeps its
+/// colour in every chart of a run.
+pub fn system_color(report: &Report, system: &str) -> &'static str {
+    color(
+        report
+            .systems
+            .iter()
+            .position(|s| s.name == system)
+            .unwrap_or(0),
+    )
+}
+
+/// Text safe inside an SVG or HTML element or attribute.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Opens an SVG document of `width` × `height` with `title` on its first line.
+pub fn open(svg: &mut String, width: f64, height: f64, title: &str) {
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="8" y="20" font-size="14">{}</text>"#,
+        escape(title)
+    );
+}
+
+/// Closes what [`open`] opened.
+pub fn close(svg: &mut String) {
+    svg.push_str("</svg>\n");
+}
+
+/// The whole decades (as powers of ten) that hold every value from `lo` to `hi`: at least one.
+pub fn decades(lo: f64, hi: f64) -> (f64, f64) {
+    let lo = lo.max(1e-3).log10().floor();
+    (lo, hi.max(1e-3).log10().ceil().max(lo + 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_cover_the_range_and_text_is_escaped() {
+        assert_eq!(decades(3.0, 4_386.0), (0.0, 4.0));
+        assert_eq!(decades(10.0, 10.0), (1.0, 2.0));
+        assert_eq!(escape(r#"a<b & "c""#), "a&lt;b &amp; &quot;c&quot;");
+        let mut svg = String::new();
+        open(&mut svg, 10.0, 20.0, "x & y");
+        close(&mut svg);
+        assert!(svg.contains("x &amp; y") && svg.ends_with("</svg>\n"));
+        assert_eq!(color(9), PALETTE[1]);
+    }
+}

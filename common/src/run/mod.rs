@@ -1,0 +1,361 @@
+//! The lifecycle every tool's run goes through, written once: the results folder, the load
+//! gate and the environment (with the durable-write floor), the report begun, every cell
+//! written the moment it is measured, and the closing step (verdicts, every export, the
+//! terminal summary, the exit code). A tool supplies its plan, its prepare/verify step, the
+//! measurement of one cell and its own renderers ([`ToolReport`]).
+//!
+//! ```text
+//! plan (the tool; bad input fails here, before anything exists)
+//!   → Lifecycle::start      results folder, load gate, environment
+//!   → prepare (the tool)    connect, describe, load, verify — Lifecycle::abandon on failure
+//!   → Lifecycle::begin      the report, each system's durable-write floor, results.json
+//!   → measure (the tool)    Recording::record after every window
+//!   → Recording::finish     verdicts, every export, the summary, the exit code
+//! ```
+
+mod names;
+mod runtime;
+
+pub use names::check_names;
+pub use runtime::{Summary, block_on, exit};
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::environment::{Environment, durable_write_floor, loadavg};
+use crate::exit::Exit;
+use crate::export::{ToolReport, exporters};
+use crate::options::CommonOpts;
+use crate::progress::Progress;
+use crate::results::{Cell, DataInfo, Location, Report, SystemInfo};
+use crate::writer::{ResultsDir, WriteError};
+
+/// Time spent measuring each durable-write floor.
+pub const FLOOR_BUDGET: Duration = Duration::from_millis(500);
+
+/// The note an interrupted run carries unless the tool wrote a more precise one.
+const INTERRUPTED: &str = "The run was interrupted (Ctrl-C); cells not measured in full say so.";
+
+/// Which tool is running which suite.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    /// The command's name (`sql-bench`).
+    pub name: &'static str,
+    /// `env!("CARGO_PKG_VERSION")` of the tool.
+    pub version: &'static str,
+    /// The suite (`crud`, `search`, `geo`, …): in the folder name, the run id and the report.
+    pub suite: &'static str,
+}
+
+/// A run between its plan and its report: the folder exists, nothing has been measured.
+pub struct Lifecycle {
+    tool: Tool,
+    options: serde_json::Value,
+    environment: Environment,
+    results: ResultsDir,
+    progress: Progress,
+    interrupt: Arc<AtomicBool>,
+    quiet: bool,
+}
+
+/// What the report starts with, once every system is prepared.
+#[derive(Debug, Clone, Default)]
+pub struct Begin {
+    /// What was held equal for every system (DESIGN rule 10: one section per run).
+    pub section: String,
+    pub systems: Vec<SystemInfo>,
+    /// The system others are compared against; `None` is the first.
+    pub reference: Option<String>,
+    pub data: Option<DataInfo>,
+    pub notes: Vec<String>,
+}
+
+impl Lifecycle {
+    /// Creates the results folder (proving it writable), waits for the load gate and captures
+    /// the machine with the durable-write floor of the results folder. Call it after the plan:
+    /// bad input must fail before any folder exists.
+    pub fn start(
+        tool: Tool,
+        common: &CommonOpts,
+        options: &impl Serialize,
+        interrupt: Arc<AtomicBool>,
+    ) -> anyhow::Result<Lifecycle> {
+        let options = serde_json::to_value(options).context("serializing the options")?;
+        let progress = Progress::start(common.quiet);
+        let mut environment = crate::phases::capture_environment(common.load_gate, &progress);
+        let dir = common.output.clone().unwrap_or_else(|| {
+            let now = crate::clock::now_rfc3339();
+            ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
+        });
+        let results = ResultsDir::create(&dir)?;
+        if let Ok(floor) = durable_write_floor(results.path(), FLOOR_BUDGET) {
+            environment.durable_write_floor_ns = Some(floor);
+            environment.durable_write_floor_path = Some(results.path().display().to_string());
+        }
+        Ok(Lifecycle {
+            tool,
+            options,
+            environment,
+            results,
+            progress,
+            interrupt,
+            quiet: common.quiet,
+        })
+    }
+
+    /// The results folder: embedded systems keep their data here.
+    pub fn results_path(&self) -> &Path {
+        self.results.path()
+    }
+
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    pub fn interrupt(&self) -> &Arc<AtomicBool> {
+        &self.interrupt
+    }
+
+    /// Gives up before anything was measured (bad input found while preparing): the folder
+    /// goes if this run made it, and `error` is handed back to be returned.
+    pub fn abandon(self, error: anyhow::Error) -> anyhow::Error {
+        drop(self.progress);
+        self.results.discard();
+        error
+    }
+
+    /// Starts the report: the systems (each local one's durable-write floor measured in its
+    /// data directory, what cannot be measured of a remote one said), written at once.
+    pub fn begin(self, begin: Begin) -> anyhow::Result<Recording> {
+        let Begin {
+            section,
+            mut systems,
+            reference,
+            data,
+            notes,
+        } = begin;
+        for system in &mut systems {
+            measure_floor(system);
+        }
+        let mut report = Report::begin(
+            self.tool.name,
+            self.tool.version,
+            self.tool.suite,
+            &section,
+            self.options,
+            self.environment,
+        );
+        report.reference = reference.or_else(|| systems.first().map(|s| s.name.clone()));
+        report.systems = systems;
+        report.data = data;
+        report.notes = notes;
+        self.results.write_results(&report)?;
+        Ok(Recording {
+            report,
+            results: self.results,
+            progress: self.progress,
+            interrupt: self.interrupt,
+            quiet: self.quiet,
+        })
+    }
+}
+
+/// The durable-write floor of a system's data directory when this machine can see it; for a
+/// remote system, a line saying it could not be measured.
+fn measure_floor(system: &mut SystemInfo) {
+    if system.durable_write_floor_ns.is_some() {
+        return;
+    }
+    match (&system.data_dir, system.location) {
+        (Some(dir), _) => match durable_write_floor(Path::new(dir), FLOOR_BUDGET) {
+            Ok(floor) => system.durable_write_floor_ns = Some(floor),
+            Err(e) => system
+                .not_measured
+                .push(format!("durable-write floor: cannot write in {dir} ({e})")),
+        },
+        (None, Location::Remote) => system
+            .not_measured
+            .push("durable-write floor of its disk: the server is on another host".into()),
+        (None, _) => {}
+    }
+}
+
+/// A run whose report has begun: cells are recorded as they are measured.
+pub struct Recording {
+    /// The report as it stands; a tool adds notes and `extra` before [`Recording::finish`].
+    pub report: Report,
+    results: ResultsDir,
+    progress: Progress,
+    interrupt: Arc<AtomicBool>,
+    quiet: bool,
+}
+
+impl Recording {
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    pub fn interrupt(&self) -> &Arc<AtomicBool> {
+        &self.interrupt
+    }
+
+    /// Whether Ctrl-C (or the test's flag) asked the run to stop.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::SeqCst)
+    }
+
+    pub fn results_path(&self) -> &Path {
+        self.results.path()
+    }
+
+    /// Puts `cell` into the report and rewrites `results.json` atomically, so a crash or
+    /// Ctrl-C loses nothing already measured.
+    pub fn record(&mut self, cell: Cell) -> Result<(), WriteError> {
+        self.report.upsert_cell(cell);
+        self.save()
+    }
+
+    /// Rewrites `results.json` as the report stands.
+    pub fn save(&self) -> Result<(), WriteError> {
+        self.results.write_results(&self.report)
+    }
+
+    /// Closes the run: the end of the environment, the verdicts, every export written once,
+    /// the summary printed, and the exit code.
+    pub fn finish(self, tool: &dyn ToolReport) -> anyhow::Result<Summary> {
+        let Recording {
+            mut report,
+            results,
+            progress,
+            interrupt,
+            quiet,
+        } = self;
+        if interrupt.load(Ordering::SeqCst)
+            && !report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("The run was interrupted"))
+        {
+            report.notes.push(INTERRUPTED.into());
+        }
+        report.environment.loadavg_end = Some(loadavg());
+        report.finished_at = Some(crate::clock::now_rfc3339());
+        report.verdicts = tool.verdicts(&report);
+        results.write_exports(&report, &exporters(tool))?;
+        drop(progress);
+        println!("{}", tool.terminal(&report));
+        if !quiet {
+            eprintln!("results: {}", results.path().display());
+        }
+        Ok(Summary {
+            exit: Exit::of(&report),
+            results_dir: results.path().to_owned(),
+            report,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::SharedReport;
+    use crate::results::Status;
+    use clap::Parser;
+
+    #[derive(Parser, Serialize)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonOpts,
+    }
+
+    const TOOL: Tool = Tool {
+        name: "test-bench",
+        version: "0.0.0",
+        suite: "unit",
+    };
+
+    fn start(dir: &Path) -> Lifecycle {
+        let cli = Cli::parse_from(["t", "--quiet", "--output", dir.to_str().unwrap()]);
+        Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false))).unwrap()
+    }
+
+    fn system(name: &str, location: Location, data_dir: Option<&Path>) -> SystemInfo {
+        SystemInfo {
+            name: name.into(),
+            location,
+            data_dir: data_dir.map(|d| d.display().to_string()),
+            ..SystemInfo::default()
+        }
+    }
+
+    #[test]
+    fn a_run_writes_every_export_and_exits_by_its_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let data = tempfile::tempdir().unwrap();
+        let lifecycle = start(&out);
+        assert!(lifecycle.environment.durable_write_floor_ns.is_some());
+        let mut run = lifecycle
+            .begin(Begin {
+                section: "s".into(),
+                systems: vec![
+                    system("local", Location::Local, Some(data.path())),
+                    system("far", Location::Remote, None),
+                ],
+                ..Begin::default()
+            })
+            .unwrap();
+        assert_eq!(run.report.reference.as_deref(), Some("local"));
+        assert!(run.report.systems[0].durable_write_floor_ns.is_some());
+        assert!(run.report.systems[1].durable_write_floor_ns.is_none());
+        assert!(run.report.systems[1].not_measured[0].contains("another host"));
+        let mut cell = Cell::new("w", "far", "ops/s", 1, 1);
+        cell.status = Status::Timeout;
+        run.record(cell).unwrap();
+        let saved: Report =
+            serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+        assert_eq!(saved.cells.len(), 1, "a cell is on disk once recorded");
+        let summary = run.finish(&SharedReport).unwrap();
+        assert_eq!(summary.exit, Exit::NotAllOk);
+        assert!(summary.report.finished_at.is_some());
+        for file in ["results.json", "report.md"] {
+            assert!(out.join(file).exists(), "{file}");
+        }
+    }
+
+    #[test]
+    fn an_abandoned_run_leaves_no_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let error = start(&out).abandon(anyhow::anyhow!("bad input"));
+        assert_eq!(error.to_string(), "bad input");
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let lifecycle = start(dir.path());
+        lifecycle.interrupt.store(true, Ordering::SeqCst);
+        let mut run = lifecycle.begin(Begin::default()).unwrap();
+        assert!(run.interrupted());
+        run.report
+            .notes
+            .push("The run was interrupted during ingest.".into());
+        let summary = run.finish(&SharedReport).unwrap();
+        let notes = &summary.report.notes;
+        assert_eq!(
+            notes
+                .iter()
+                .filter(|n| n.starts_with("The run was interrupted"))
+                .count(),
+            1
+        );
+        assert_eq!(summary.exit, Exit::AllOk);
+    }
+}

@@ -1,0 +1,68 @@
+//! What surrounds a tool's run: the tokio runtime it runs on, Ctrl-C, what a finished run
+//! hands back, and how `main` turns that into an exit code.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crate::exit::Exit;
+use crate::results::Report;
+
+/// What a finished run leaves: the report (also written to `results_dir`) and its exit code.
+#[derive(Debug)]
+pub struct Summary {
+    pub report: Report,
+    pub results_dir: PathBuf,
+    pub exit: Exit,
+}
+
+/// Runs `run` on a multi-threaded runtime of its own whose threads are named `thread_name`.
+/// With `interrupt` the caller controls the stop flag (tests); without it Ctrl-C sets it.
+pub fn block_on<F, Fut>(
+    thread_name: &str,
+    interrupt: Option<Arc<AtomicBool>>,
+    run: F,
+) -> anyhow::Result<Summary>
+where
+    F: FnOnce(Arc<AtomicBool>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Summary>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(thread_name)
+        .build()?;
+    runtime.block_on(async move {
+        let interrupt = interrupt.unwrap_or_else(crate::interrupt::install);
+        run(interrupt).await
+    })
+}
+
+/// The end of every `main`: a run's own exit code, or the error chain on one line and
+/// [`Exit::BadInput`].
+pub fn exit(result: anyhow::Result<Summary>) -> ExitCode {
+    match result {
+        Ok(summary) => summary.exit.into(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Exit::BadInput.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_callers_interrupt_flag_reaches_the_run() {
+        let flag = Arc::new(AtomicBool::new(true));
+        let error = block_on("t", Some(flag), |interrupt| async move {
+            anyhow::bail!("interrupted: {}", interrupt.load(Ordering::SeqCst))
+        })
+        .unwrap_err();
+        assert_eq!(error.to_string(), "interrupted: true");
+    }
+}

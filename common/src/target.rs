@@ -1,0 +1,159 @@
+//! What every tool's targets share: why a target failed, how a target is known in reports,
+//! whether its host is this machine, and how a session error reaches a worker.
+
+use std::net::IpAddr;
+
+use crate::driver::OpError;
+use crate::options::TargetSpec;
+use crate::results::Location;
+
+/// Why a target could not do what was asked; every message is one complete sentence.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("cannot connect to {system} at {url}: {message}")]
+    Connect {
+        system: String,
+        url: String,
+        message: String,
+    },
+    #[error("{system}: {message}")]
+    Query { system: String, message: String },
+    #[error(
+        "{system}: {object} exists but was not created by fairbench; refusing to touch it \
+         (fairbench only writes objects it created: use another database or namespace, or move that object)"
+    )]
+    Foreign { system: String, object: String },
+    #[error("`{url}` is not a usable target: {message}")]
+    Url { url: String, message: String },
+    /// A message that is already a complete sentence.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl TargetError {
+    /// An unknown URL scheme, with the schemes the tool takes.
+    pub fn unknown_scheme(spec: &TargetSpec, choices: &str) -> TargetError {
+        TargetError::Url {
+            url: spec.url_redacted(),
+            message: format!("unknown scheme `{}`; use {choices}", spec.scheme()),
+        }
+    }
+}
+
+/// How a target is known in reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    /// Engine family as far as the URL tells (`postgres`, `sqlite`, `redis`); refined by what
+    /// the server reports once it has answered.
+    pub kind: String,
+    pub url_redacted: String,
+}
+
+impl Identity {
+    /// A target named after its kind until the run settles names.
+    pub fn of(spec: &TargetSpec, kind: &str) -> Identity {
+        Identity {
+            name: spec.name.clone().unwrap_or_else(|| kind.to_owned()),
+            kind: kind.to_owned(),
+            url_redacted: spec.url_redacted(),
+        }
+    }
+
+    /// A failure to connect, in the words every tool uses.
+    pub fn connect_error(&self, message: impl ToString) -> TargetError {
+        TargetError::Connect {
+            system: self.name.clone(),
+            url: self.url_redacted.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// A failed statement or request.
+    pub fn query_error(&self, message: impl ToString) -> TargetError {
+        TargetError::Query {
+            system: self.name.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// An object in the way that fairbench did not create.
+    pub fn foreign(&self, object: impl Into<String>) -> TargetError {
+        TargetError::Foreign {
+            system: self.name.clone(),
+            object: object.into(),
+        }
+    }
+}
+
+/// Whether `host` is this machine (loopback, `localhost`, a Unix socket path or no host), so
+/// its data directory and process can be measured here.
+pub fn is_local_host(host: &str) -> bool {
+    host.is_empty()
+        || host == "localhost"
+        || host.starts_with('/')
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Where a server reached at `host` runs.
+pub fn location_of_host(host: &str) -> Location {
+    if is_local_host(host) {
+        Location::Local
+    } else {
+        Location::Remote
+    }
+}
+
+/// Maps a session-level error to the worker's view: a dead connection stops the worker,
+/// anything else fails one operation.
+pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
+    if fatal {
+        OpError::Fatal(message.to_string())
+    } else {
+        OpError::Failed(message.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_and_sockets_are_local() {
+        for host in [
+            "127.0.0.1",
+            "127.3.4.5",
+            "localhost",
+            "[::1]",
+            "",
+            "/run/pg",
+        ] {
+            assert!(is_local_host(host), "{host}");
+        }
+        for host in ["10.1.2.3", "db.example.com", "[2001:db8::1]"] {
+            assert!(!is_local_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn errors_read_as_sentences() {
+        let spec = TargetSpec::parse("pg=postgres://u:secret@127.0.0.1/db").unwrap();
+        let id = Identity::of(&spec, "postgres");
+        assert_eq!(id.name, "pg");
+        let connect = id.connect_error("connection refused").to_string();
+        assert_eq!(
+            connect,
+            "cannot connect to pg at postgres://u:***@127.0.0.1/db: connection refused"
+        );
+        let scheme = TargetError::unknown_scheme(&spec, "sqlite or postgres://…").to_string();
+        assert!(
+            scheme.contains("unknown scheme `postgres`; use sqlite"),
+            "{scheme}"
+        );
+        assert_eq!(op_error(true, "gone"), OpError::Fatal("gone".into()));
+        assert_eq!(op_error(false, "dup"), OpError::Failed("dup".into()));
+    }
+}

@@ -1,0 +1,194 @@
+//! The systems of a run: each target opened and described, named, refused when it does not
+//! run as its URL asked, then prepared, loaded, its indexes read back from its catalog and its
+//! answer to every query checked against the oracle before anything is timed.
+
+use std::collections::BTreeMap;
+
+use anyhow::bail;
+use common::options::TargetSpec;
+use common::progress::Progress;
+use common::results::SystemInfo;
+
+use crate::oracle::Oracle;
+use crate::plan::Plan;
+use crate::queries::Family as QueryFamily;
+use crate::session::GeoWorkers;
+use crate::targets::{self, Target};
+use crate::workloads::Workload;
+
+/// One system as the run sees it.
+pub struct System {
+    pub target: Box<dyn Target>,
+    pub info: SystemInfo,
+    pub durable: bool,
+    pub method: Vec<String>,
+    pub workers: Option<Box<dyn GeoWorkers>>,
+    /// Why the system is not measured at all.
+    pub refused: Option<String>,
+    /// Query families whose answers disagreed with the oracle, with an example.
+    pub invalid: BTreeMap<QueryFamily, String>,
+    pub supports_point_adds: bool,
+}
+
+impl System {
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+}
+
+/// The targets to measure: those named, or the embedded default.
+pub fn specs(targets: &[TargetSpec]) -> anyhow::Result<Vec<TargetSpec>> {
+    if targets.is_empty() {
+        return Ok(vec![
+            TargetSpec::parse(targets::DEFAULT_TARGET).map_err(anyhow::Error::msg)?,
+        ]);
+    }
+    Ok(targets.to_vec())
+}
+
+/// The name of an unnamed system: its engine, and for key-value stores its durability mode.
+fn default_name(kind: &str, durable: bool, settings: &BTreeMap<String, String>) -> String {
+    match kind {
+        "redis" | "valkey" if durable => format!("{kind}-durable"),
+        "redis" | "valkey" if settings.get("appendonly").is_some_and(|v| v == "yes") => {
+            format!("{kind}-aof")
+        }
+        "redis" | "valkey" => format!("{kind}-volatile"),
+        other => other.to_owned(),
+    }
+}
+
+/// Opens every target and reads what it reports about itself; refuses each that does not run
+/// as its URL asked. Names unnamed systems; returns them with the reference.
+pub async fn connect_all(
+    specs: &[TargetSpec],
+    reference: Option<&str>,
+    results_dir: &std::path::Path,
+) -> anyhow::Result<(Vec<System>, String)> {
+    let mut systems = Vec::new();
+    for spec in specs {
+        let mut target = targets::open(spec, results_dir).await?;
+        let d = target.describe().await?;
+        let name = spec
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name(&d.kind, d.durable, &d.settings));
+        target.identity_mut().name.clone_from(&name);
+        let mut verified = d.settings.clone();
+        verified.insert("durability".into(), d.durability.clone());
+        systems.push(System {
+            supports_point_adds: target.supports_point_adds(),
+            info: SystemInfo {
+                name,
+                kind: d.kind.clone(),
+                url_redacted: target.identity().url_redacted.clone(),
+                version: d.version.clone(),
+                verified,
+                labels: vec![if d.durable {
+                    "durable".into()
+                } else {
+                    "not durable".into()
+                }],
+                data_dir: d.data_dir.as_ref().map(|p| p.display().to_string()),
+                location: d.location,
+                ..SystemInfo::default()
+            },
+            target,
+            durable: d.durable,
+            method: d.method,
+            workers: None,
+            refused: d.refusal,
+            invalid: BTreeMap::new(),
+        });
+    }
+    let names: Vec<String> = systems.iter().map(|s| s.info.name.clone()).collect();
+    let urls: Vec<String> = systems
+        .iter()
+        .map(|s| s.info.url_redacted.clone())
+        .collect();
+    let reference = common::run::check_names(&names, &urls, reference, "--target")?;
+    Ok((systems, reference))
+}
+
+/// Prepares and loads every system that is not refused, verifies its indexes and its answers
+/// to every query, and opens its worker sessions.
+pub async fn prepare(
+    systems: &mut [System],
+    plan: &Plan,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    if systems.iter().all(|s| s.refused.is_some()) {
+        let reasons: Vec<String> = systems
+            .iter()
+            .map(|s| format!("{}: {}", s.name(), s.refused.as_deref().unwrap_or("")))
+            .collect();
+        bail!("no system can be measured: {}", reasons.join("; "));
+    }
+    let only_point_adds = plan
+        .workloads
+        .iter()
+        .all(|w| matches!(w, Workload::PointAdds { .. }));
+    if only_point_adds
+        && !systems
+            .iter()
+            .any(|s| s.refused.is_none() && s.supports_point_adds)
+    {
+        bail!(
+            "--workloads geoadd needs a system that takes single-point adds (Redis or Valkey); none of the targets does"
+        );
+    }
+    let oracle = Oracle::new(&plan.data, plan.tolerance);
+    for system in systems.iter_mut() {
+        if let Some(reason) = &system.refused {
+            progress.line(format!("{}: refused — {reason}", system.name()));
+            continue;
+        }
+        progress.line(format!(
+            "{}: {} — loading {} events",
+            system.name(),
+            system.info.version,
+            plan.data.events.len()
+        ));
+        system.target.prepare().await?;
+        system.target.load(&plan.data.events).await?;
+        let evidence = system.target.verify_indexes().await?;
+        system.info.verified.extend(evidence);
+        let mut workers = system.target.open_workers(plan.sessions()).await?;
+        verify_queries(system, workers.as_mut(), plan, &oracle, progress).await?;
+        system.workers = Some(workers);
+    }
+    Ok(())
+}
+
+/// Asks the system every query through the code that is timed and compares each answer with
+/// the oracle's; a family with any disagreement is marked invalid with the first example.
+async fn verify_queries(
+    system: &mut System,
+    workers: &mut dyn GeoWorkers,
+    plan: &Plan,
+    oracle: &Oracle<'_>,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    for (family, queries) in &plan.queries {
+        let answers = workers
+            .answer_all(queries)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}: verifying queries: {e}", system.name()))?;
+        let failures: Vec<String> = queries
+            .iter()
+            .zip(&answers)
+            .filter_map(|(q, ids)| oracle.check(q, ids).err())
+            .collect();
+        if let Some(first) = failures.first() {
+            let reason = format!(
+                "{} of {} {family} answers disagree with the exact oracle (boundary tolerance {}); first: {first}",
+                failures.len(),
+                queries.len(),
+                plan.tolerance.describe()
+            );
+            progress.line(format!("{}: {reason}", system.name()));
+            system.invalid.insert(*family, reason);
+        }
+    }
+    Ok(())
+}
