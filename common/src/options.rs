@@ -96,6 +96,15 @@ impl CommonOpts {
         }
         Ok(())
     }
+
+    /// The targets to measure: those named with `--target`, or else the tool's embedded
+    /// `default` (written as a `--target` would be).
+    pub fn targets_or(&self, default: &str) -> Result<Vec<TargetSpec>, String> {
+        if self.targets.is_empty() {
+            return Ok(vec![TargetSpec::parse(default)?]);
+        }
+        Ok(self.targets.clone())
+    }
 }
 
 fn positive_u32(text: &str) -> Result<u32, String> {
@@ -207,6 +216,17 @@ mod tests {
         assert!(TargetSpec::parse("").is_err());
         assert!(TargetSpec::parse("bad name=sqlite").is_err());
         assert!(TargetSpec::parse("pg=").is_err());
+    }
+
+    #[test]
+    fn without_a_target_the_default_is_measured() {
+        let none = Cli::parse_from(["t"]).common;
+        let default = none.targets_or("sqlite").unwrap();
+        assert_eq!(default, [TargetSpec::parse("sqlite").unwrap()]);
+        let named = Cli::parse_from(["t", "--target", "a=redis://127.0.0.1"]).common;
+        let targets = named.targets_or("sqlite").unwrap();
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].name.as_deref(), Some("a"));
     }
 
     #[test]

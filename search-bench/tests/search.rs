@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::results::Status;
+use common::exit::Exit;
+use common::results::{Location, Status};
 use support::*;
 
 const QUERY_WORKLOADS: [&str; 4] = ["match ", "match_phrase", "bool", "terms agg"];
@@ -18,7 +19,8 @@ fn the_embedded_default_verifies_and_measures_every_workload() {
     let out = dir.path().join("run");
     let summary = run(&args(&out, &["--docs", "2000"])).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(&out);
     assert_eq!(report.systems.len(), 1);
     let tantivy = &report.systems[0];
     assert_eq!(tantivy.name, "tantivy");
@@ -28,6 +30,13 @@ fn the_embedded_default_verifies_and_measures_every_workload() {
         tantivy.version
     );
     assert_eq!(tantivy.verified["mapping.category"], "keyword (raw, fast)");
+    assert_eq!(tantivy.location, Location::Embedded);
+    assert_eq!(
+        tantivy.data_dir.as_deref(),
+        out.to_str(),
+        "the index is made in the results folder"
+    );
+    assert!(tantivy.durable_write_floor_ns.is_some());
     assert_eq!(report.cells.len(), 5);
     let ingest = cell(report, "_bulk ingest", "tantivy");
     assert_eq!(ingest.unit, "docs/s");
@@ -79,7 +88,8 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -92,6 +102,17 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
         opensearch.version.starts_with("OpenSearch 2."),
         "{}",
         opensearch.version
+    );
+    assert_eq!(opensearch.location, Location::Local);
+    let (_, settings) = http("GET", &format!("{url}/_nodes/_local/settings"), None);
+    let data_dir = opensearch
+        .data_dir
+        .as_deref()
+        .expect("the node tells its path.data");
+    assert!(settings.contains(data_dir), "{data_dir} not in {settings}");
+    assert!(
+        opensearch.durable_write_floor_ns.is_some() || !opensearch.not_measured.is_empty(),
+        "the floor of the server's own data folder is measured, or why not is said"
     );
     for (setting, value) in [
         ("index.number_of_shards", "1"),
@@ -173,7 +194,8 @@ fn a_server_that_answers_wrongly_gets_invalid_cells_with_an_example() {
         None,
     );
     let summary = result.unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(dir.path());
     let matched = cell(&summary.report, "match ", "opensearch");
     assert_eq!(matched.status, Status::Invalid, "{matched:?}");
     let reason = matched.reason.as_deref().unwrap();
@@ -210,7 +232,8 @@ fn an_interrupt_stops_the_run_and_keeps_what_was_measured() {
     )
     .unwrap();
     stopper.join().unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(dir.path());
     let report = &summary.report;
     assert!(
         report.notes.iter().any(|n| n.contains("interrupted")),

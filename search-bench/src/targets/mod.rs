@@ -1,54 +1,23 @@
 //! The engines search-bench drives, one file each. An engine knows how to create its index,
-//! take `_bulk` bodies, answer a query and run the measured searches; it knows nothing of the
-//! suite. Adding an engine is adding a file here and one line in [`open`].
+//! take `_bulk` bodies, answer a query and open the measured sessions; it knows nothing of
+//! the workloads that call it. Adding an engine is adding a file here and one line in
+//! [`REGISTRY`].
 
 pub mod elastic;
 pub mod tantivy;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
-use common::window::{WindowOutcome, WindowPlan};
+use common::results::Location;
+pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
 
 use crate::answer::Answer;
-use crate::corpus::Bulk;
-use crate::queries::{Query, QueryKind, QuerySet};
-
-/// Why an engine could not do what was asked; every message is one complete sentence.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("cannot connect to {system} at {url}: {message}")]
-    Connect {
-        system: String,
-        url: String,
-        message: String,
-    },
-    #[error("{system}: {message}")]
-    Request { system: String, message: String },
-    #[error(
-        "{system}: {object} exists but was not created by search-bench; refusing to touch it \
-         (use --index to name another index, or move that one)"
-    )]
-    Foreign { system: String, object: String },
-    #[error("`{url}` is not a target search-bench can drive: {message}")]
-    Url { url: String, message: String },
-}
-
-/// How an engine is known in reports.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub name: String,
-    pub kind: String,
-    pub url_redacted: String,
-}
+use crate::queries::{Query, QuerySet};
+use crate::session::{IngestWorkers, SearchWorkers};
 
 /// What an engine reported about itself.
 #[derive(Debug, Clone, Default)]
@@ -60,7 +29,13 @@ pub struct Description {
     /// The process serving the index, when it runs on this machine: its CPU time is read
     /// around every window. `None` for an embedded engine (its CPU is the client's).
     pub server_pid: Option<u32>,
-    pub embedded: bool,
+    /// Where the engine runs, as seen from search-bench.
+    pub location: Location,
+    /// Where it keeps its index on this machine, when it can tell: the run measures the
+    /// durable-write floor there.
+    pub data_dir: Option<PathBuf>,
+    /// What a reader of the report must know about how this engine was measured.
+    pub notes: Vec<String>,
 }
 
 /// What the index is created with, the same for every engine.
@@ -73,114 +48,81 @@ pub struct IndexSpec {
 }
 
 /// The control path of an engine: everything but the measured operations.
-pub trait Engine: Send {
+pub trait Target: Send {
     fn identity(&self) -> &Identity;
 
-    /// Lets the suite name an engine after its kind once it has said what it is.
+    /// Lets the run name an engine after its kind once it has said what it is.
     fn identity_mut(&mut self) -> &mut Identity;
 
     /// Name, version and where it runs, read from the engine itself.
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, EngineError>>;
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
 
-    /// Fails with [`EngineError::Foreign`] when the index exists and is not search-bench's.
-    fn check_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>>;
+    /// Fails with [`foreign`]'s error when the index exists and is not search-bench's.
+    fn check_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>>;
 
     /// Creates the index afresh (dropping search-bench's own previous one) with the explicit
     /// mapping, and returns the settings and field types read back from the engine.
-    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, EngineError>>;
+    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, TargetError>>;
 
     /// Opens `n` sessions that each send `_bulk` bodies, before any clock starts.
-    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, EngineError>>;
+    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, TargetError>>;
 
     /// Makes every acknowledged document searchable (and durable).
-    fn refresh(&mut self) -> BoxFuture<'_, Result<(), EngineError>>;
+    fn refresh(&mut self) -> BoxFuture<'_, Result<(), TargetError>>;
 
     /// Documents the index holds, as the engine counts them.
-    fn count(&mut self) -> BoxFuture<'_, Result<u64, EngineError>>;
+    fn count(&mut self) -> BoxFuture<'_, Result<u64, TargetError>>;
 
     /// Runs one query (`body` is its Elasticsearch request) and reads the whole answer.
     fn answer<'a>(
         &'a mut self,
         query: &'a Query,
         body: &'a Bytes,
-    ) -> BoxFuture<'a, Result<Answer, EngineError>>;
+    ) -> BoxFuture<'a, Result<Answer, TargetError>>;
 
     /// Opens `n` search sessions over the query sets, before any clock starts.
     fn open_search<'a>(
         &'a mut self,
         n: usize,
         sets: &'a [QuerySet],
-    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, EngineError>>;
+    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, TargetError>>;
 
     /// Drops search-bench's own index.
-    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>>;
+    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>>;
 }
 
-/// An engine's open search sessions.
-pub trait SearchWorkers: Send {
-    /// Runs one window of `kind` on the first `n` sessions.
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        kind: QueryKind,
-        plan: &'a WindowPlan,
-    ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
+/// How a registered engine is opened from its `--target`; `results_dir` holds an embedded
+/// engine's index.
+pub type Open = for<'a> fn(
+    &'a TargetSpec,
+    &'a IndexSpec,
+    &'a Path,
+) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>>;
+
+/// One engine search-bench can drive: the URL schemes that name it, how they are written (for
+/// the error that lists the choices) and how it is opened.
+pub struct Kind {
+    pub schemes: &'static [&'static str],
+    pub written: &'static str,
+    pub open: Open,
 }
 
-/// One connection's measured searches, for async clients: query `index` of the `kind` set.
-pub trait SearchSession: Send + 'static {
-    fn search(
-        &mut self,
-        kind: QueryKind,
-        index: usize,
-    ) -> impl Future<Output = Result<(), OpError>> + Send;
-}
-
-/// The same for in-process engines, each session driven from its own thread.
-pub trait BlockingSearchSession: Send + 'static {
-    fn search(&mut self, kind: QueryKind, index: usize) -> Result<(), OpError>;
-}
-
-/// One connection's `_bulk` requests, for async clients.
-pub trait BulkSession: Send + 'static {
-    fn bulk(&mut self, bulk: &Bulk) -> impl Future<Output = Result<(), OpError>> + Send;
-}
-
-/// The same for in-process engines.
-pub trait BlockingBulkSession: Send + 'static {
-    fn bulk(&mut self, bulk: &Bulk) -> Result<(), OpError>;
-}
-
-/// An engine's open ingest sessions; see [`crate::workloads::ingest`].
-pub enum IngestWorkers {
-    Async(Box<dyn crate::workloads::ingest::AsyncIngest>),
-    Blocking(Box<dyn crate::workloads::ingest::BlockingIngest>),
-}
-
-impl std::fmt::Debug for IngestWorkers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("IngestWorkers")
-    }
-}
-
-impl IngestWorkers {
-    /// Sends every body once, `sessions` at a time; see [`crate::workloads::ingest::run`].
-    pub async fn run(
-        self,
-        bulks: Arc<[Bulk]>,
-        ceiling: Duration,
-        interrupt: Arc<AtomicBool>,
-    ) -> WindowOutcome {
-        match self {
-            IngestWorkers::Async(w) => w.run(bulks, ceiling, interrupt).await,
-            IngestWorkers::Blocking(w) => {
-                tokio::task::spawn_blocking(move || w.run(bulks, ceiling, interrupt))
-                    .await
-                    .expect("the ingest threads do not panic")
-            }
+impl Kind {
+    const fn new(schemes: &'static [&'static str], written: &'static str, open: Open) -> Kind {
+        Kind {
+            schemes,
+            written,
+            open,
         }
     }
 }
+
+/// Every engine, one line each (kept on one line each by hand, hence no rustfmt).
+#[rustfmt::skip]
+pub const REGISTRY: &[Kind] = &[
+    Kind::new(&["tantivy"], "tantivy[:DIR]", tantivy::open),
+    Kind::new(&["http", "https"], "http://HOST:PORT (Elasticsearch, OpenSearch)", elastic::open),
+];
 
 /// Where a run goes when nothing else is said: the embedded tantivy index.
 pub const DEFAULT_TARGET: &str = "tantivy";
@@ -190,26 +132,24 @@ pub async fn open(
     spec: &TargetSpec,
     index: &IndexSpec,
     results_dir: &Path,
-) -> Result<Box<dyn Engine>, EngineError> {
-    match spec.scheme() {
-        "tantivy" => tantivy::TantivyEngine::open(spec, index, results_dir),
-        "http" | "https" => elastic::ElasticEngine::open(spec, index).await,
-        other => Err(EngineError::Url {
-            url: spec.url_redacted(),
-            message: format!(
-                "unknown scheme `{other}`; use tantivy[:DIR] or http://HOST:PORT (Elasticsearch, OpenSearch)"
-            ),
-        }),
+) -> Result<Box<dyn Target>, TargetError> {
+    match REGISTRY.iter().find(|k| k.schemes.contains(&spec.scheme())) {
+        Some(kind) => (kind.open)(spec, index, results_dir).await,
+        None => {
+            let written: Vec<&str> = REGISTRY.iter().map(|k| k.written).collect();
+            Err(TargetError::unknown_scheme(spec, &written.join(" or ")))
+        }
     }
 }
 
-/// Maps a session-level error to the worker's view: a dead connection stops the worker.
-pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
-    if fatal {
-        OpError::Fatal(message.to_string())
-    } else {
-        OpError::Failed(message.to_string())
-    }
+/// An index (or folder) in the way that search-bench did not create: said with the flag that
+/// gets around it.
+pub fn foreign(identity: &Identity, object: &str) -> TargetError {
+    TargetError::Other(format!(
+        "{}: {object} exists but was not created by search-bench; refusing to touch it \
+         (use --index to name another index, or move that one)",
+        identity.name
+    ))
 }
 
 #[cfg(test)]
@@ -229,6 +169,9 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(error.contains("unknown scheme `solr`"), "{error}");
-        assert!(error.contains("http://HOST:PORT"), "{error}");
+        assert!(
+            error.ends_with("use tantivy[:DIR] or http://HOST:PORT (Elasticsearch, OpenSearch)"),
+            "{error}"
+        );
     }
 }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use serde::Deserialize;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
@@ -21,15 +22,14 @@ use tantivy::schema::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Term};
 
-use super::{
-    BlockingBulkSession, BlockingSearchSession, Description, Engine, EngineError, Identity,
-    IndexSpec, IngestWorkers, SearchWorkers, op_error,
-};
+use super::{Description, Identity, IndexSpec, Target, TargetError, foreign, op_error};
 use crate::answer::{Answer, parse_buckets};
 use crate::corpus::Bulk;
 use crate::queries::{Query, QueryKind, QuerySet, TOP_K, aggregations};
-use crate::workloads::ingest::blocking_ingest;
-use crate::workloads::search::blocking_workers;
+use crate::session::{
+    BlockingBulkSession, BlockingSearchSession, IngestWorkers, SearchWorkers, blocking_ingest,
+    blocking_workers,
+};
 
 /// Marks a directory as search-bench's; a non-empty directory without it is never touched.
 const MARKER_FILE: &str = ".search-bench-index";
@@ -69,24 +69,33 @@ struct Live {
     fields: Fields,
 }
 
-pub struct TantivyEngine {
+/// Opens the embedded engine (`tantivy` or `tantivy:DIR`).
+pub fn open<'a>(
+    spec: &'a TargetSpec,
+    index: &'a IndexSpec,
+    results_dir: &'a Path,
+) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>> {
+    Box::pin(async move { TantivyTarget::open(spec, index, results_dir) })
+}
+
+pub struct TantivyTarget {
     identity: Identity,
     dir: PathBuf,
     live: Option<Live>,
 }
 
-impl TantivyEngine {
+impl TantivyTarget {
     pub fn open(
         spec: &TargetSpec,
         _index: &IndexSpec,
         results_dir: &Path,
-    ) -> Result<Box<dyn Engine>, EngineError> {
+    ) -> Result<Box<dyn Target>, TargetError> {
         let dir = match spec.url.strip_prefix("tantivy") {
             Some("") => results_dir.join("tantivy-index"),
             Some(rest) => match rest.strip_prefix(':') {
                 Some(path) if !path.is_empty() => PathBuf::from(path),
                 _ => {
-                    return Err(EngineError::Url {
+                    return Err(TargetError::Url {
                         url: spec.url_redacted(),
                         message: "write the embedded engine as `tantivy` or `tantivy:DIR`".into(),
                     });
@@ -94,25 +103,29 @@ impl TantivyEngine {
             },
             None => unreachable!("open() is only called for the tantivy scheme"),
         };
-        Ok(Box::new(TantivyEngine {
-            identity: Identity {
-                name: spec.name.clone().unwrap_or_else(|| "tantivy".into()),
-                kind: "tantivy".into(),
-                url_redacted: spec.url_redacted(),
-            },
+        Ok(Box::new(TantivyTarget {
+            identity: Identity::of(spec, "tantivy"),
             dir,
             live: None,
         }))
     }
 
-    fn error(&self, message: impl std::fmt::Display) -> EngineError {
-        EngineError::Request {
-            system: self.identity.name.clone(),
-            message: message.to_string(),
-        }
+    fn error(&self, message: impl std::fmt::Display) -> TargetError {
+        self.identity.query_error(message)
     }
 
-    fn live(&self) -> Result<&Live, EngineError> {
+    /// Where the index's durable-write floor is measured: its folder when it exists (it is
+    /// search-bench's or empty), else the folder it will be made in (by default the results
+    /// folder).
+    fn floor_dir(&self) -> Option<PathBuf> {
+        [Some(self.dir.as_path()), self.dir.parent()]
+            .into_iter()
+            .flatten()
+            .find(|d| d.is_dir())
+            .map(Path::to_path_buf)
+    }
+
+    fn live(&self) -> Result<&Live, TargetError> {
         self.live
             .as_ref()
             .ok_or_else(|| self.error("the index has not been created"))
@@ -207,7 +220,7 @@ fn aggregation_collector(
     AggregationCollector::from_aggs(request.clone(), context)
 }
 
-impl Engine for TantivyEngine {
+impl Target for TantivyTarget {
     fn identity(&self) -> &Identity {
         &self.identity
     }
@@ -216,32 +229,34 @@ impl Engine for TantivyEngine {
         &mut self.identity
     }
 
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, EngineError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             Ok(Description {
                 kind: "tantivy".into(),
                 // "tantivy v0.27.0, index_format v7" → "tantivy 0.27.0, index_format v7".
                 version: tantivy::version_string().replacen("tantivy v", "tantivy ", 1),
                 server_pid: None,
-                embedded: true,
+                location: Location::Embedded,
+                data_dir: self.floor_dir(),
+                notes: vec!["tantivy runs inside search-bench: no network, no HTTP and no JSON parsing on its search path (its `_bulk` bodies are parsed), so its client CPU is the engine's own.".into()],
             })
         })
     }
 
-    fn check_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn check_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             if self.owned_or_absent() {
                 Ok(())
             } else {
-                Err(EngineError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("directory {}", self.dir.display()),
-                })
+                Err(foreign(
+                    &self.identity,
+                    &format!("directory {}", self.dir.display()),
+                ))
             }
         })
     }
 
-    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, EngineError>> {
+    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             self.check_index().await?;
             self.live = None;
@@ -271,7 +286,7 @@ impl Engine for TantivyEngine {
         })
     }
 
-    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, EngineError>> {
+    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, TargetError>> {
         Box::pin(async move {
             let live = self.live()?;
             let sessions = (0..n)
@@ -284,13 +299,10 @@ impl Engine for TantivyEngine {
         })
     }
 
-    fn refresh(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn refresh(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
-            let name = self.identity.name.clone();
-            let error = |message: String| EngineError::Request {
-                system: name.clone(),
-                message,
-            };
+            let identity = self.identity.clone();
+            let error = |message: String| identity.query_error(message);
             let live = self
                 .live
                 .as_mut()
@@ -302,7 +314,7 @@ impl Engine for TantivyEngine {
         })
     }
 
-    fn count(&mut self) -> BoxFuture<'_, Result<u64, EngineError>> {
+    fn count(&mut self) -> BoxFuture<'_, Result<u64, TargetError>> {
         Box::pin(async move { Ok(self.live()?.reader.searcher().num_docs()) })
     }
 
@@ -310,7 +322,7 @@ impl Engine for TantivyEngine {
         &'a mut self,
         query: &'a Query,
         _body: &'a Bytes,
-    ) -> BoxFuture<'a, Result<Answer, EngineError>> {
+    ) -> BoxFuture<'a, Result<Answer, TargetError>> {
         Box::pin(async move {
             let live = self.live()?;
             let searcher = live.reader.searcher();
@@ -351,7 +363,7 @@ impl Engine for TantivyEngine {
         &'a mut self,
         n: usize,
         sets: &'a [QuerySet],
-    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, EngineError>> {
+    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, TargetError>> {
         Box::pin(async move {
             let live = self.live()?;
             let mut prepared: [Vec<Box<dyn tantivy::query::Query>>; 4] = Default::default();
@@ -382,7 +394,7 @@ impl Engine for TantivyEngine {
         })
     }
 
-    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             self.live = None;
             if self.dir.join(MARKER_FILE).exists() {
@@ -523,7 +535,14 @@ mod tests {
             name: "x".into(),
             request_cache: true,
         };
-        let mut engine = TantivyEngine::open(&spec, &index, dir.path()).unwrap();
+        let mut engine = TantivyTarget::open(&spec, &index, dir.path()).unwrap();
+        let description = engine.describe().await.unwrap();
+        assert_eq!(description.location, Location::Embedded);
+        assert_eq!(
+            description.data_dir.as_deref(),
+            Some(dir.path()),
+            "the index is made in the results folder"
+        );
         let settings = engine.create_index().await.unwrap();
         assert_eq!(settings["mapping.category"], "keyword (raw, fast)");
         let corpus = Corpus::generate(4, 300);

@@ -1,23 +1,92 @@
-//! The `_bulk` ingest driver every engine shares: N sessions take the prepared bodies from one
-//! queue until none is left, each request timed. Bounded by count (every body once), not by a
-//! window; counts are documents, the latency histogram holds one sample per request.
+//! The measured path, below both targets and workloads: the session traits a timed operation
+//! goes through (a `_bulk` request, a search) and the drivers that run them. Ingest sends
+//! every prepared body once over N sessions taking from one queue, each request timed
+//! (bounded by count, not by a window; counts are documents, the histogram holds one sample
+//! per request); a query window has each worker send the same sequence of its workload's set
+//! (query `seq mod len`), closed or open loop, through common's window and pool. Targets
+//! implement the session traits; async clients run as tasks, in-process engines on threads.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::cputime::process_cpu_ns;
-use common::driver::OpError;
+use common::driver::{BlockingOperation, OpError, Operation};
 use common::lanes::Lanes;
-use common::pool::BoxFuture;
+use common::pool::{BoxFuture, Pool};
 use common::recorder::Recorder;
-use common::window::WindowOutcome;
+use common::window::{WindowOutcome, WindowPlan};
 
 use crate::corpus::Bulk;
-use crate::targets::{BlockingBulkSession, BulkSession, IngestWorkers};
+use crate::queries::QueryKind;
 
-/// How long before the first request the workers are started, so all begin together.
-const START_LEAD: Duration = Duration::from_millis(5);
+/// One connection's measured searches, for async clients: query `index` of the `kind` set.
+pub trait SearchSession: Send + 'static {
+    fn search(
+        &mut self,
+        kind: QueryKind,
+        index: usize,
+    ) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// The same for in-process engines, each session driven from its own thread.
+pub trait BlockingSearchSession: Send + 'static {
+    fn search(&mut self, kind: QueryKind, index: usize) -> Result<(), OpError>;
+}
+
+/// One connection's `_bulk` requests, for async clients.
+pub trait BulkSession: Send + 'static {
+    fn bulk(&mut self, bulk: &Bulk) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// The same for in-process engines.
+pub trait BlockingBulkSession: Send + 'static {
+    fn bulk(&mut self, bulk: &Bulk) -> Result<(), OpError>;
+}
+
+/// An engine's open search sessions.
+pub trait SearchWorkers: Send {
+    /// Runs one window of `kind` on the first `n` sessions.
+    fn run_window<'a>(
+        &'a mut self,
+        n: usize,
+        kind: QueryKind,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
+}
+
+/// An engine's open ingest sessions, over async clients or in-process threads.
+pub enum IngestWorkers {
+    Async(Box<dyn AsyncIngest>),
+    Blocking(Box<dyn BlockingIngest>),
+}
+
+impl std::fmt::Debug for IngestWorkers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IngestWorkers")
+    }
+}
+
+impl IngestWorkers {
+    /// Sends every body once, `sessions` at a time; a request unanswered within `ceiling`
+    /// stops its session.
+    pub async fn run(
+        self,
+        bulks: Arc<[Bulk]>,
+        ceiling: Duration,
+        interrupt: Arc<AtomicBool>,
+    ) -> WindowOutcome {
+        match self {
+            IngestWorkers::Async(w) => w.run(bulks, ceiling, interrupt).await,
+            IngestWorkers::Blocking(w) => {
+                tokio::task::spawn_blocking(move || w.run(bulks, ceiling, interrupt))
+                    .await
+                    .expect("the ingest threads do not panic")
+            }
+        }
+    }
+}
 
 pub trait AsyncIngest: Send {
     fn run(
@@ -46,6 +115,9 @@ pub fn async_ingest<S: BulkSession>(sessions: Vec<S>) -> IngestWorkers {
 pub fn blocking_ingest<S: BlockingBulkSession>(sessions: Vec<S>) -> IngestWorkers {
     IngestWorkers::Blocking(Box::new(BlockingSessions(sessions)))
 }
+
+/// How long before the first request the workers are started, so all begin together.
+const START_LEAD: Duration = Duration::from_millis(5);
 
 struct AsyncSessions<S>(Vec<S>);
 struct BlockingSessions<S>(Vec<S>);
@@ -249,6 +321,104 @@ impl<S: BlockingBulkSession> BlockingIngest for BlockingSessions<S> {
                 .collect::<Vec<_>>()
         });
         outcome(start, cpu_before, tallies)
+    }
+}
+
+/// One worker's operation: query `seq mod len` of the `kind` set.
+struct QueryOp<S> {
+    session: S,
+    kind: QueryKind,
+    len: u64,
+}
+
+impl<S: SearchSession> Operation for QueryOp<S> {
+    async fn call(&mut self, seq: u64) -> Result<(), OpError> {
+        self.session
+            .search(self.kind, (seq % self.len) as usize)
+            .await
+    }
+}
+
+impl<S: BlockingSearchSession> BlockingOperation for QueryOp<S> {
+    fn call(&mut self, seq: u64) -> Result<(), OpError> {
+        self.session.search(self.kind, (seq % self.len) as usize)
+    }
+}
+
+struct AsyncWorkers<S> {
+    pool: Pool<S>,
+    set_len: [usize; 4],
+}
+
+struct BlockingWorkers<S> {
+    pool: Pool<S>,
+    set_len: [usize; 4],
+}
+
+/// Search workers over async sessions (one task each, on its lane). `set_len[k]` is the size
+/// of the query set of `QueryKind::ALL[k]`.
+pub fn async_workers<S: SearchSession>(
+    pool: Pool<S>,
+    set_len: [usize; 4],
+) -> Box<dyn SearchWorkers> {
+    Box::new(AsyncWorkers { pool, set_len })
+}
+
+/// Search workers over blocking sessions (one thread each).
+pub fn blocking_workers<S: BlockingSearchSession>(
+    pool: Pool<S>,
+    set_len: [usize; 4],
+) -> Box<dyn SearchWorkers> {
+    Box::new(BlockingWorkers { pool, set_len })
+}
+
+fn len_of(set_len: &[usize; 4], kind: QueryKind) -> Result<u64, String> {
+    let len = set_len[kind as usize];
+    if len == 0 {
+        return Err(format!("no {} queries were prepared", kind.key()));
+    }
+    Ok(len as u64)
+}
+
+impl<S: SearchSession> SearchWorkers for AsyncWorkers<S> {
+    fn run_window<'a>(
+        &'a mut self,
+        n: usize,
+        kind: QueryKind,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        Box::pin(async move {
+            let len = len_of(&self.set_len, kind)?;
+            self.pool
+                .run_async(
+                    n,
+                    plan,
+                    |_, session| QueryOp { session, kind, len },
+                    |op| op.session,
+                )
+                .await
+        })
+    }
+}
+
+impl<S: BlockingSearchSession> SearchWorkers for BlockingWorkers<S> {
+    fn run_window<'a>(
+        &'a mut self,
+        n: usize,
+        kind: QueryKind,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        Box::pin(async move {
+            let len = len_of(&self.set_len, kind)?;
+            self.pool
+                .run_blocking(
+                    n,
+                    plan,
+                    |_, session| QueryOp { session, kind, len },
+                    |op| op.session,
+                )
+                .await
+        })
     }
 }
 

@@ -3,28 +3,30 @@
 //! prepared request bodies sent as they are. search-bench's index carries a `_meta` marker in
 //! its mapping; an index without it is never touched.
 
+mod replies;
+mod sessions;
+
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::driver::OpError;
 use common::lanes::Lanes;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use reqwest::{Client, Method, StatusCode, Url};
 use serde_json::{Value, json};
 
+use replies::{chain, error_reason, parse_answer, path_from_fs_stats, path_from_settings};
+use sessions::{BulkClient, SearchClient};
+
 use super::{
-    BulkSession, Description, Engine, EngineError, Identity, IndexSpec, IngestWorkers,
-    SearchSession, SearchWorkers, op_error,
+    Description, Identity, IndexSpec, Target, TargetError, foreign, is_local_host, location_of_host,
 };
-use crate::answer::{Answer, parse_buckets};
-use crate::corpus::Bulk;
-use crate::queries::{Query, QueryKind, QuerySet};
-use crate::workloads::ingest::async_ingest;
-use crate::workloads::search::async_workers;
+use crate::answer::Answer;
+use crate::queries::{Query, QuerySet};
+use crate::session::{IngestWorkers, SearchWorkers, async_ingest, async_workers};
 
 /// Written into the index mapping's `_meta`; an index without it is not search-bench's.
 const MARKER: &str = "search-bench";
@@ -32,7 +34,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a control request (create, refresh, count) may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub struct ElasticEngine {
+/// Opens an Elasticsearch-API server (`http://HOST:PORT`).
+pub fn open<'a>(
+    spec: &'a TargetSpec,
+    index: &'a IndexSpec,
+    _results_dir: &'a Path,
+) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>> {
+    Box::pin(ElasticTarget::open(spec, index))
+}
+
+pub struct ElasticTarget {
     identity: Identity,
     base: Url,
     index: IndexSpec,
@@ -53,47 +64,12 @@ fn client(timeout: Option<Duration>) -> Result<Client, String> {
     builder.build().map_err(|e| e.to_string())
 }
 
-/// The error and its causes in one line (reqwest keeps `Connection refused` in a source).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// The server's own reason from an error body (`{"error":{"type","reason"}}`), else the text.
-fn error_reason(body: &[u8]) -> String {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let reason = parsed.as_ref().and_then(|v| {
-        let error = v.get("error")?;
-        match error {
-            Value::String(s) => Some(s.clone()),
-            _ => {
-                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
-                let reason = error.get("reason").and_then(Value::as_str).unwrap_or("");
-                Some(format!("{kind}: {reason}"))
-            }
-        }
-    });
-    reason.unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(body);
-        text.chars().take(300).collect()
-    })
-}
-
-impl ElasticEngine {
+impl ElasticTarget {
     pub async fn open(
         spec: &TargetSpec,
         index: &IndexSpec,
-    ) -> Result<Box<dyn Engine>, EngineError> {
-        let url_error = |message: String| EngineError::Url {
+    ) -> Result<Box<dyn Target>, TargetError> {
+        let url_error = |message: String| TargetError::Url {
             url: spec.url_redacted(),
             message,
         };
@@ -103,13 +79,9 @@ impl ElasticEngine {
                 "https needs TLS, which search-bench is built without; reach the server over http (on loopback)".into(),
             ));
         }
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "elastic".into()),
-            kind: "elastic".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "elastic");
         let control = client(Some(CONTROL_TIMEOUT)).map_err(url_error)?;
-        let engine = ElasticEngine {
+        let engine = ElasticTarget {
             identity,
             base,
             index: index.clone(),
@@ -134,11 +106,8 @@ impl ElasticEngine {
         url
     }
 
-    fn error(&self, message: String) -> EngineError {
-        EngineError::Request {
-            system: self.identity.name.clone(),
-            message,
-        }
+    fn error(&self, message: String) -> TargetError {
+        self.identity.query_error(message)
     }
 
     /// One control request: the status and the raw answer (connection failures are errors).
@@ -147,7 +116,7 @@ impl ElasticEngine {
         method: Method,
         path_and_query: &str,
         body: Option<Value>,
-    ) -> Result<(StatusCode, Bytes), EngineError> {
+    ) -> Result<(StatusCode, Bytes), TargetError> {
         let (path, query) = path_and_query
             .split_once('?')
             .unwrap_or((path_and_query, ""));
@@ -168,11 +137,7 @@ impl ElasticEngine {
                 } else {
                     ""
                 };
-                EngineError::Connect {
-                    system: self.identity.name.clone(),
-                    url: self.identity.url_redacted.clone(),
-                    message: format!("{}{hint}", chain(&e)),
-                }
+                self.identity.connect_error(format!("{}{hint}", chain(&e)))
             } else {
                 self.error(format!("{method} /{path}: {}", chain(&e)))
             }
@@ -193,7 +158,7 @@ impl ElasticEngine {
         method: Method,
         path: &str,
         body: Option<Value>,
-    ) -> Result<Value, EngineError> {
+    ) -> Result<Value, TargetError> {
         let (status, bytes) = self.send(method.clone(), path, body).await?;
         if !status.is_success() {
             let path = path.split('?').next().unwrap_or(path);
@@ -215,7 +180,7 @@ impl ElasticEngine {
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self) -> Result<Option<bool>, EngineError> {
+    async fn ownership(&self) -> Result<Option<bool>, TargetError> {
         let name = &self.index.name;
         let (status, bytes) = self
             .send(Method::GET, &format!("{name}/_mapping"), None)
@@ -239,14 +204,42 @@ impl ElasticEngine {
         Ok(Some(marker == Some(MARKER)))
     }
 
-    fn is_local(&self) -> bool {
-        match self.base.host_str() {
-            Some("localhost") => true,
-            Some(host) => host
-                .trim_matches(['[', ']'])
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback()),
-            None => false,
+    fn host(&self) -> &str {
+        self.base.host_str().unwrap_or("")
+    }
+
+    /// Where the node keeps its data, as it says itself: `path.data` from its settings, or
+    /// the data paths of its file-system stats when the setting is left at its default.
+    /// `None` when the node will not tell (a security plugin, an old version).
+    async fn data_path(&self) -> Option<PathBuf> {
+        let settings = self
+            .call(
+                Method::GET,
+                "_nodes/_local/settings?filter_path=nodes.*.settings.path",
+                None,
+            )
+            .await
+            .ok()?;
+        if let Some(path) = path_from_settings(&settings) {
+            return Some(path);
+        }
+        let stats = self
+            .call(
+                Method::GET,
+                "_nodes/_local/stats/fs?filter_path=nodes.*.fs.data.path",
+                None,
+            )
+            .await
+            .ok()?;
+        path_from_fs_stats(&stats)
+    }
+
+    /// The report's word on the shard request cache, as this run used it.
+    fn cache_note(&self) -> String {
+        if self.index.request_cache {
+            "The shard request cache was left as configured (on by default): Elasticsearch/OpenSearch may serve a repeated size-0 aggregation from it rather than recompute it; --no-request-cache bypasses it.".into()
+        } else {
+            "--no-request-cache: every search is sent with `request_cache=false`, so no size-0 aggregation is served from Elasticsearch's shard request cache.".into()
         }
     }
 
@@ -260,14 +253,11 @@ impl ElasticEngine {
             let identity = identity.clone();
             Box::pin(async move {
                 let client = client(None)?;
-                let response = client.get(base).send().await.map_err(|e| {
-                    EngineError::Connect {
-                        system: identity.name.clone(),
-                        url: identity.url_redacted.clone(),
-                        message: chain(&e),
-                    }
-                    .to_string()
-                })?;
+                let response = client
+                    .get(base)
+                    .send()
+                    .await
+                    .map_err(|e| identity.connect_error(chain(&e)).to_string())?;
                 // Reading the body returns the connection to the client's pool for reuse.
                 let _ = response.bytes().await;
                 Ok(client)
@@ -275,7 +265,7 @@ impl ElasticEngine {
         })
     }
 
-    async fn read_settings(&self) -> Result<BTreeMap<String, String>, EngineError> {
+    async fn read_settings(&self) -> Result<BTreeMap<String, String>, TargetError> {
         let name = &self.index.name;
         let settings = self
             .call(
@@ -339,7 +329,7 @@ fn index_body() -> Value {
     })
 }
 
-impl Engine for ElasticEngine {
+impl Target for ElasticTarget {
     fn identity(&self) -> &Identity {
         &self.identity
     }
@@ -348,7 +338,7 @@ impl Engine for ElasticEngine {
         &mut self.identity
     }
 
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, EngineError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let root = self.call(Method::GET, "", None).await?;
             let number = root.pointer("/version/number").and_then(Value::as_str);
@@ -367,35 +357,40 @@ impl Engine for ElasticEngine {
             } else {
                 ("elasticsearch", "Elasticsearch")
             };
-            let server_pid = if self.is_local() {
-                self.base
-                    .port_or_known_default()
-                    .and_then(common::procstat::listening_pid)
+            let local = is_local_host(self.host());
+            let (server_pid, data_dir) = if local {
+                let port = self.base.port_or_known_default();
+                (
+                    port.and_then(common::procstat::listening_pid),
+                    self.data_path().await,
+                )
             } else {
-                None
+                (None, None)
             };
             Ok(Description {
                 kind: kind.into(),
                 version: format!("{product} {number}"),
                 server_pid,
-                embedded: false,
+                location: location_of_host(self.host()),
+                data_dir,
+                notes: vec![self.cache_note()],
             })
         })
     }
 
-    fn check_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn check_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             match self.ownership().await? {
-                Some(false) => Err(EngineError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("index `{}`", self.index.name),
-                }),
+                Some(false) => Err(foreign(
+                    &self.identity,
+                    &format!("index `{}`", self.index.name),
+                )),
                 _ => Ok(()),
             }
         })
     }
 
-    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, EngineError>> {
+    fn create_index(&mut self) -> BoxFuture<'_, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             self.check_index().await?;
             let name = self.index.name.clone();
@@ -413,7 +408,7 @@ impl Engine for ElasticEngine {
         })
     }
 
-    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, EngineError>> {
+    fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, TargetError>> {
         Box::pin(async move {
             let connect = self.connector();
             let mut url = self.url(&format!("{}/_bulk", self.index.name));
@@ -435,7 +430,7 @@ impl Engine for ElasticEngine {
         })
     }
 
-    fn refresh(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn refresh(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             self.call(Method::POST, &format!("{}/_refresh", self.index.name), None)
                 .await
@@ -443,7 +438,7 @@ impl Engine for ElasticEngine {
         })
     }
 
-    fn count(&mut self) -> BoxFuture<'_, Result<u64, EngineError>> {
+    fn count(&mut self) -> BoxFuture<'_, Result<u64, TargetError>> {
         Box::pin(async move {
             let answer = self
                 .call(Method::GET, &format!("{}/_count", self.index.name), None)
@@ -458,7 +453,7 @@ impl Engine for ElasticEngine {
         &'a mut self,
         _query: &'a Query,
         body: &'a Bytes,
-    ) -> BoxFuture<'a, Result<Answer, EngineError>> {
+    ) -> BoxFuture<'a, Result<Answer, TargetError>> {
         Box::pin(async move {
             let body: Value = serde_json::from_slice(body).expect("the suite's bodies are JSON");
             let path = match self.search_url().query() {
@@ -474,7 +469,7 @@ impl Engine for ElasticEngine {
         &'a mut self,
         n: usize,
         sets: &'a [QuerySet],
-    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, EngineError>> {
+    ) -> BoxFuture<'a, Result<Box<dyn SearchWorkers>, TargetError>> {
         Box::pin(async move {
             let mut bodies: [Vec<Bytes>; 4] = Default::default();
             let mut set_len = [0; 4];
@@ -504,7 +499,7 @@ impl Engine for ElasticEngine {
         })
     }
 
-    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+    fn drop_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>> {
         Box::pin(async move {
             if self.ownership().await? == Some(true) {
                 self.call(Method::DELETE, &self.index.name.clone(), None)
@@ -512,182 +507,5 @@ impl Engine for ElasticEngine {
             }
             Ok(())
         })
-    }
-}
-
-/// Reads total (which must be exact), hit ids and buckets from a `_search` answer.
-fn parse_answer(value: &Value) -> Result<Answer, String> {
-    let total = &value["hits"]["total"];
-    let (count, relation) = match total {
-        Value::Number(n) => (n.as_u64(), "eq"),
-        _ => (
-            total["value"].as_u64(),
-            total["relation"].as_str().unwrap_or("eq"),
-        ),
-    };
-    let count = count.ok_or("no hits.total")?;
-    if relation != "eq" {
-        return Err(format!(
-            "hits.total is a lower bound ({relation} {count}), not exact"
-        ));
-    }
-    let top_ids = value["hits"]["hits"]
-        .as_array()
-        .map(|hits| {
-            hits.iter()
-                .filter_map(|h| h["_id"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    let buckets = match value.get("aggregations") {
-        Some(aggs) => Some(parse_buckets(aggs)?),
-        None => None,
-    };
-    Ok(Answer {
-        total: count,
-        top_ids,
-        buckets,
-    })
-}
-
-/// Whether a request error means the connection is gone (the worker stops) or only this
-/// request failed.
-fn is_fatal(e: &reqwest::Error) -> bool {
-    e.is_connect() || e.is_request() || e.is_body()
-}
-
-/// One worker's `_bulk` connection.
-struct BulkClient {
-    client: Client,
-    url: Url,
-}
-
-impl BulkSession for BulkClient {
-    async fn bulk(&mut self, bulk: &Bulk) -> Result<(), OpError> {
-        let response = self
-            .client
-            .post(self.url.clone())
-            .header("content-type", "application/x-ndjson")
-            .body(bulk.body.clone())
-            .send()
-            .await
-            .map_err(|e| op_error(is_fatal(&e), chain(&e)))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| op_error(true, chain(&e)))?;
-        if !status.is_success() {
-            return Err(OpError::Failed(format!(
-                "HTTP {} from _bulk: {}",
-                status.as_u16(),
-                error_reason(&body)
-            )));
-        }
-        // `"errors":false` comes first in every answer; only a failed batch is parsed whole.
-        const NO_ERRORS: &[u8] = b"\"errors\":false";
-        let head = &body[..body.len().min(64)];
-        if head.windows(NO_ERRORS.len()).any(|w| w == NO_ERRORS) {
-            return Ok(());
-        }
-        Err(OpError::Failed(bulk_item_error(&body)))
-    }
-}
-
-/// The first failed item of a `_bulk` answer with `errors: true`.
-fn bulk_item_error(body: &[u8]) -> String {
-    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let failed = value["items"].as_array().and_then(|items| {
-        let count = items
-            .iter()
-            .filter(|i| i["index"]["error"].is_object())
-            .count();
-        let first = items.iter().find(|i| i["index"]["error"].is_object())?;
-        let error = &first["index"]["error"];
-        Some(format!(
-            "_bulk rejected {count} documents; first: {}: {}",
-            error["type"].as_str().unwrap_or("error"),
-            error["reason"].as_str().unwrap_or("")
-        ))
-    });
-    failed.unwrap_or_else(|| {
-        format!(
-            "_bulk answered without `\"errors\":false`: {}",
-            error_reason(body)
-        )
-    })
-}
-
-/// One worker's `_search` connection and the prepared bodies of every set.
-struct SearchClient {
-    client: Client,
-    url: Url,
-    bodies: Arc<[Vec<Bytes>; 4]>,
-}
-
-impl SearchSession for SearchClient {
-    async fn search(&mut self, kind: QueryKind, index: usize) -> Result<(), OpError> {
-        let body = self.bodies[kind as usize][index].clone();
-        let response = self
-            .client
-            .post(self.url.clone())
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| op_error(is_fatal(&e), chain(&e)))?;
-        let status = response.status();
-        // The whole answer is read, as a client must, so the connection can carry the next.
-        let answer = response
-            .bytes()
-            .await
-            .map_err(|e| op_error(true, chain(&e)))?;
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(OpError::Failed(format!(
-                "HTTP {} from _search: {}",
-                status.as_u16(),
-                error_reason(&answer)
-            )))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_errors_show_their_reason() {
-        let body = br#"{"error":{"root_cause":[],"type":"index_not_found_exception","reason":"no such index [x]"},"status":404}"#;
-        assert_eq!(
-            error_reason(body),
-            "index_not_found_exception: no such index [x]"
-        );
-        assert_eq!(error_reason(b"plain text"), "plain text");
-    }
-
-    #[test]
-    fn answers_need_exact_totals() {
-        let exact = json!({"hits": {"total": {"value": 12, "relation": "eq"},
-            "hits": [{"_id": "3"}, {"_id": "9"}]}});
-        let answer = parse_answer(&exact).unwrap();
-        assert_eq!(answer.total, 12);
-        assert_eq!(answer.top_ids, ["3", "9"]);
-        assert!(answer.buckets.is_none());
-        let capped = json!({"hits": {"total": {"value": 10000, "relation": "gte"}, "hits": []}});
-        assert!(parse_answer(&capped).unwrap_err().contains("lower bound"));
-    }
-
-    #[test]
-    fn a_failed_bulk_item_is_reported() {
-        let body = br#"{"took":3,"errors":true,"items":[{"index":{"_id":"1","status":201}},{"index":{"_id":"2","status":400,"error":{"type":"strict_dynamic_mapping_exception","reason":"mapping set to strict"}}}]}"#;
-        let message = bulk_item_error(body);
-        assert!(message.contains("rejected 1 documents"), "{message}");
-        assert!(
-            message.contains("strict_dynamic_mapping_exception"),
-            "{message}"
-        );
     }
 }

@@ -1,11 +1,29 @@
-//! search-bench's own tables beside common's: what was verified (queries checked, top-10
-//! overlap) and what each operation cost in CPU, client and server side. Pure functions of
-//! the report.
+//! search-bench's report: common's frame (tables, systems, environment, notes) followed by
+//! search-bench's own tables, what was verified (queries checked, top-10 overlap) and what each
+//! operation cost in CPU, client and server side. Pure functions of the report.
 
+use common::export::ToolReport;
 use common::human::format_latency_ns;
-use common::report::Table;
+use common::report::{Table, markdown_frame, shared_tables, system_line, terminal_frame};
 use common::results::{Cell, Report};
 use serde_json::Value;
+
+/// search-bench's [`ToolReport`]: the shared verdicts and charts, the frame with its own
+/// tables after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchReport;
+
+impl ToolReport for SearchReport {
+    fn terminal(&self, report: &Report) -> String {
+        let frame = terminal_frame(report, &shared_tables(report), &system_line);
+        format!("{frame}{}", text(report))
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        let frame = markdown_frame(report, &shared_tables(report), "");
+        format!("{frame}\n{}", markdown(report))
+    }
+}
 
 /// common's grid, with `–` where a cell has no such figure.
 fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> Option<String>) -> Table {
@@ -151,6 +169,27 @@ mod tests {
     fn extra_tables_snapshot() {
         insta::assert_snapshot!("extra_tables_text", text(&sample()));
         insta::assert_snapshot!("extra_tables_markdown", markdown(&sample()));
+    }
+
+    #[test]
+    fn the_report_is_the_shared_one_with_the_extra_tables_after_it() {
+        let report = sample();
+        assert_eq!(
+            SearchReport.markdown(&report),
+            format!(
+                "{}\n{}",
+                common::report::render_markdown(&report),
+                markdown(&report)
+            )
+        );
+        assert_eq!(
+            SearchReport.terminal(&report),
+            format!(
+                "{}{}",
+                common::report::render_terminal(&report),
+                text(&report)
+            )
+        );
     }
 
     #[test]

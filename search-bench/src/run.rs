@@ -1,0 +1,95 @@
+//! One search-bench run, as its phases: plan (validate every input before touching anything) →
+//! connect, describe and check every index → generate the corpus, queries and exact answers →
+//! ingest (measured, interleaved) → verify every engine's count and answers → measure the
+//! queries (interleaved) → record → render, on common's run lifecycle.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use common::run::{Begin, Lifecycle, Summary, Tool};
+
+use crate::opts::Opts;
+use crate::plan::{self, Material};
+use crate::report::{SearchReport, cpu_notes};
+use crate::state::State;
+use crate::systems::{self, System};
+use crate::targets;
+use crate::{measure, verify};
+
+const TOOL: Tool = Tool {
+    name: "search-bench",
+    version: env!("CARGO_PKG_VERSION"),
+    suite: "search",
+};
+
+/// What was held equal for every engine.
+const SECTION: &str = "search workloads, one corpus, identical request bodies";
+
+/// Runs the suite. Bad input fails before any engine's data is touched, and leaves no folder.
+pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let plan = plan::plan(opts)?;
+    let specs = opts
+        .common
+        .targets_or(targets::DEFAULT_TARGET)
+        .map_err(anyhow::Error::msg)?;
+    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let connected = systems::connect_all(opts, &specs, lifecycle.results_path()).await;
+    let (systems, reference) = match connected {
+        Ok(connected) => connected,
+        Err(e) => return Err(lifecycle.abandon(e)),
+    };
+    lifecycle.progress().line(format!(
+        "generating {} documents, {} queries per workload and their exact answers",
+        common::human::format_thousands(opts.docs as f64),
+        opts.queries
+    ));
+    let material = Material::generate(opts, &plan);
+    let run = lifecycle.begin(Begin {
+        section: SECTION.into(),
+        systems: systems.iter().map(|s| s.info.clone()).collect(),
+        reference: Some(reference),
+        data: Some(material.corpus.info.clone()),
+        notes: systems::notes(opts, &systems),
+    })?;
+    let mut state = State::new(opts, &plan, &material, systems, run)?;
+    measure::ingest(&mut state).await?;
+    if state.run.interrupted() {
+        // A half-loaded index proves nothing about the engine: stop here.
+        state.run.report.notes.push(
+            "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
+        );
+    } else {
+        verify::counts(&mut state).await;
+        verify::answers(&mut state).await;
+        state.save()?;
+        measure::open_searchers(&mut state).await;
+        measure::queries(&mut state).await?;
+        if state.run.interrupted() {
+            state.run.report.notes.push(
+                "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
+            );
+        }
+    }
+    state.save()?;
+    let State {
+        mut systems,
+        mut run,
+        ..
+    } = state;
+    let notes = cpu_notes(&run.report);
+    run.report.notes.extend(notes);
+    cleanup(opts, &mut systems, &mut run.report.notes).await;
+    run.finish(&SearchReport)
+}
+
+/// Drops search-bench's indexes, unless asked to keep them.
+async fn cleanup(opts: &Opts, systems: &mut [System], notes: &mut Vec<String>) {
+    if opts.keep_index {
+        return;
+    }
+    for system in systems {
+        if let Err(e) = system.target.drop_index().await {
+            notes.push(format!("cleaning up failed: {e}"));
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! What the measured phases share: the plan and its material, the systems, one slot per
+//! workload × system (a cell under construction, with the CPU figures and verification
+//! evidence common's builder does not keep) and the recording every change is written to.
+
+use std::collections::BTreeMap;
+
+use common::protocol::{CellBuilder, Round};
+use common::results::{Cell, Status};
+use common::run::Recording;
+use common::window::{WindowOutcome, WindowPlan};
+use serde_json::{Value, json};
+
+use crate::opts::Opts;
+use crate::plan::{Material, Plan};
+use crate::systems::System;
+use crate::workloads::Workload;
+
+/// A cell under construction, with the figures common's builder does not keep.
+pub struct Slot {
+    pub builder: CellBuilder,
+    server_cpu_ns: u64,
+    server_ops: u64,
+    client_cpu_ns: u64,
+    pub refresh_ms: Vec<f64>,
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Slot {
+    fn new(opts: &Opts, workload: Workload, system: &str) -> Slot {
+        let common = &opts.common;
+        let cell = Cell::new(
+            &workload.label(opts),
+            system,
+            workload.unit(),
+            workload.connections(opts),
+            common.rounds,
+        );
+        Slot {
+            builder: CellBuilder::new(cell, common.ceiling),
+            server_cpu_ns: 0,
+            server_ops: 0,
+            client_cpu_ns: 0,
+            refresh_ms: Vec::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Folds one measured (or warm-up) outcome in, with the server's CPU time over it when
+    /// it could be read.
+    pub fn record(&mut self, round: Round, outcome: &WindowOutcome, server_cpu_ns: Option<u64>) {
+        self.builder.add(round, outcome);
+        if round.is_warmup() {
+            return;
+        }
+        if let Some(ns) = server_cpu_ns {
+            let counts = outcome.recorder.counts;
+            self.server_cpu_ns += ns;
+            self.server_ops += counts.ok + counts.error;
+            self.client_cpu_ns += outcome.client_cpu_ns;
+        }
+    }
+
+    fn cell(&self) -> Cell {
+        let mut cell = self.builder.to_cell();
+        if self.server_ops > 0 && self.server_cpu_ns > 0 {
+            let per_op = self.server_cpu_ns as f64 / self.server_ops as f64;
+            cell.extra
+                .insert("server_cpu_ns_per_op".into(), json!(per_op));
+            let share =
+                self.client_cpu_ns as f64 / (self.client_cpu_ns + self.server_cpu_ns) as f64;
+            cell.extra.insert("client_cpu_share".into(), json!(share));
+        }
+        cell.extra.extend(self.extra.clone());
+        if !self.refresh_ms.is_empty() {
+            cell.extra
+                .insert("refresh_ms_rounds".into(), json!(self.refresh_ms));
+        }
+        cell
+    }
+}
+
+/// The run between its first cell and its report.
+pub struct State<'a> {
+    pub opts: &'a Opts,
+    pub plan: &'a Plan,
+    pub material: &'a Material,
+    pub systems: Vec<System>,
+    /// `slots[workload][system]`, in report order.
+    pub slots: Vec<Vec<Slot>>,
+    pub run: Recording,
+}
+
+impl<'a> State<'a> {
+    /// Every cell of the run, written at once (unmeasured) so the report has its shape.
+    pub fn new(
+        opts: &'a Opts,
+        plan: &'a Plan,
+        material: &'a Material,
+        mut systems: Vec<System>,
+        run: Recording,
+    ) -> anyhow::Result<State<'a>> {
+        // The report began with each system's durable-write floor; keep it in what is saved.
+        for (system, info) in systems.iter_mut().zip(&run.report.systems) {
+            system.info.clone_from(info);
+        }
+        let slots = plan
+            .workloads
+            .iter()
+            .map(|w| {
+                systems
+                    .iter()
+                    .map(|s| Slot::new(opts, *w, s.name()))
+                    .collect()
+            })
+            .collect();
+        let mut state = State {
+            opts,
+            plan,
+            material,
+            systems,
+            slots,
+            run,
+        };
+        state.save()?;
+        Ok(state)
+    }
+
+    /// Writes every cell and what the systems now report (settings read back at each index
+    /// creation) to `results.json`.
+    pub fn save(&mut self) -> anyhow::Result<()> {
+        self.run.report.systems = self.systems.iter().map(|s| s.info.clone()).collect();
+        for slot in self.slots.iter().flatten() {
+            self.run.report.upsert_cell(slot.cell());
+        }
+        self.run.save()?;
+        Ok(())
+    }
+
+    /// Marks every query cell of system `si`: none of them can be measured.
+    pub fn mark_queries(&mut self, si: usize, status: Status, reason: &str) {
+        for (wi, workload) in self.plan.workloads.iter().enumerate() {
+            if let Workload::Query(_) = workload {
+                self.slots[wi][si].builder.mark(status, reason);
+            }
+        }
+    }
+
+    /// How every query window runs.
+    pub fn window_plan(&self) -> WindowPlan {
+        let common = &self.opts.common;
+        WindowPlan {
+            duration: common.duration,
+            ceiling: common.ceiling,
+            rate_per_s: common.rate,
+            interrupt: self.run.interrupt().clone(),
+            progress: self.run.progress().sender(),
+        }
+    }
+}
