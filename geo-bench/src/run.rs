@@ -27,7 +27,10 @@ const SECTION: &str =
 /// Runs geo-bench. Bad input fails before any system's data is touched.
 pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let plan = crate::plan::plan(opts)?;
-    let specs = systems::specs(&opts.common.targets)?;
+    let specs = opts
+        .common
+        .targets_or(crate::targets::DEFAULT_TARGET)
+        .map_err(anyhow::Error::msg)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let connected = systems::connect_all(
         &specs,

@@ -36,16 +36,6 @@ impl System {
     }
 }
 
-/// The targets to measure: those named, or the embedded default.
-pub fn specs(targets: &[TargetSpec]) -> anyhow::Result<Vec<TargetSpec>> {
-    if targets.is_empty() {
-        return Ok(vec![
-            TargetSpec::parse(targets::DEFAULT_TARGET).map_err(anyhow::Error::msg)?,
-        ]);
-    }
-    Ok(targets.to_vec())
-}
-
 /// The name of an unnamed system: its engine, and for key-value stores its durability mode.
 fn default_name(kind: &str, durable: bool, settings: &BTreeMap<String, String>) -> String {
     match kind {
