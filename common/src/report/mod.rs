@@ -11,11 +11,10 @@ pub use table::Table;
 use std::time::Duration;
 
 use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
-use crate::results::{Cell, Report, Status, SystemInfo, Verdict, VerdictKind};
+use crate::results::{Cell, Report, Status, SystemInfo, Throughput, Verdict, VerdictKind};
 
-/// Compares every `ok` cell with the reference system's cell of the same workload. The verdict
-/// is parity when the two round-to-round ranges overlap (the noise band, DESIGN rule 11); it needs
-/// at least two rounds on each side, because one round measures no band.
+/// Compares every `ok` cell with the reference system's cell of the same workload, by
+/// [`judge`].
 pub fn verdicts(report: &Report) -> Vec<Verdict> {
     let Some(reference) = report.reference.as_deref() else {
         return Vec::new();
@@ -32,17 +31,8 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
             else {
                 continue;
             };
-            if base.rounds.len() < 2 || other.rounds.len() < 2 || base.median <= 0.0 {
+            let Some((ratio, verdict)) = judge(Band::of(base), Band::of(other)) else {
                 continue;
-            }
-            let ratio = other.median / base.median;
-            let overlap = other.min <= base.max && base.min <= other.max;
-            let verdict = if overlap {
-                VerdictKind::Parity
-            } else if ratio > 1.0 {
-                VerdictKind::Faster
-            } else {
-                VerdictKind::Slower
             };
             out.push(Verdict {
                 workload: workload.clone(),
@@ -54,6 +44,47 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// One side of a verdict: a median, its round-to-round range, and how many measured rounds
+/// it comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
+}
+
+impl Band {
+    pub fn of(throughput: &Throughput) -> Band {
+        Band {
+            median: throughput.median,
+            min: throughput.min,
+            max: throughput.max,
+            rounds: throughput.rounds.len(),
+        }
+    }
+}
+
+/// The verdict on `other` against `base` (DESIGN rule 11), as the ratio of medians: parity when
+/// the two round-to-round ranges overlap (the noise band), else faster or slower. `None` unless
+/// each side has at least two measured rounds, because one round measures no band, and the
+/// base's median is positive. Every tool's verdicts go through this one rule.
+pub fn judge(base: Band, other: Band) -> Option<(f64, VerdictKind)> {
+    if base.rounds < 2 || other.rounds < 2 || base.median <= 0.0 {
+        return None;
+    }
+    let ratio = other.median / base.median;
+    let overlap = other.min <= base.max && base.min <= other.max;
+    let verdict = if overlap {
+        VerdictKind::Parity
+    } else if ratio > 1.0 {
+        VerdictKind::Faster
+    } else {
+        VerdictKind::Slower
+    };
+    Some((ratio, verdict))
 }
 
 /// Workloads in the order they were first measured.
@@ -505,6 +536,31 @@ pub(crate) mod tests {
                 Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
         }
         assert!(verdicts(&report).is_empty());
+    }
+
+    #[test]
+    fn judge_needs_two_rounds_a_side_and_calls_overlap_parity() {
+        let band = |median: f64, min: f64, max: f64, rounds: usize| Band {
+            median,
+            min,
+            max,
+            rounds,
+        };
+        let base = band(100.0, 95.0, 105.0, 3);
+        assert_eq!(
+            judge(base, band(200.0, 190.0, 210.0, 2)),
+            Some((2.0, VerdictKind::Faster))
+        );
+        assert_eq!(
+            judge(base, band(50.0, 45.0, 55.0, 2)),
+            Some((0.5, VerdictKind::Slower))
+        );
+        assert_eq!(
+            judge(base, band(104.0, 100.0, 110.0, 2)).map(|v| v.1),
+            Some(VerdictKind::Parity)
+        );
+        assert_eq!(judge(base, band(200.0, 200.0, 200.0, 1)), None);
+        assert_eq!(judge(band(0.0, 0.0, 0.0, 3), base), None);
     }
 
     #[cfg(feature = "schema")]
