@@ -277,16 +277,9 @@ pub fn systems_table(report: &Report) -> Table {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let floor = s.durable_write_floor_ns.map_or_else(
-                || "–".to_owned(),
-                |ns| {
-                    format!(
-                        "{} (≤ {} commits/s per connection)",
-                        format_latency_ns(ns),
-                        format_rate(1e9 / ns as f64)
-                    )
-                },
-            );
+            let floor = s
+                .durable_write_floor_ns
+                .map_or_else(|| "–".to_owned(), floor_text);
             vec![s.name.clone(), s.version.clone(), verified, floor]
         })
         .collect();
@@ -377,13 +370,7 @@ pub fn terminal_frame(
         out.push('\n');
         out.push_str(&table.to_text());
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\nCells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
+    out.push_str(&problems_text(report));
     out.push('\n');
     for s in &report.systems {
         out.push_str(&line(s));
@@ -407,9 +394,35 @@ pub fn render_markdown(report: &Report) -> String {
 /// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
 /// Every tool's report has this frame.
 pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
-    let mut out = format!("# {}\n\n", title(report));
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
+    let mut out = format!(
+        "# {}\n\n{}\n\n{}\n\n",
+        title(report),
+        run_line(report),
+        method_line(report)
+    );
+    for (i, table) in tables.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&table.to_markdown());
+    }
+    out.push_str(&problems_markdown(report));
+    out.push('\n');
+    out.push_str(&systems_table(report).to_markdown());
+    out.push_str(more);
+    out.push_str("\n**Environment**\n\n");
+    for line in environment_lines(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    out.push_str(&notes_markdown(report));
+    out
+}
+
+/// `Run `ID`, started …, finished …; TOOL VERSION (commit …).`: the line under the title of
+/// every `report.md`.
+pub fn run_line(report: &Report) -> String {
+    format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).",
         report.run_id,
         report.started_at,
         report
@@ -419,35 +432,49 @@ pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
         report.tool,
         report.tool_version,
         report.git_commit.as_deref().unwrap_or("unknown"),
-        method_line(report)
-    ));
-    for (i, table) in tables.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&table.to_markdown());
+    )
+}
+
+/// The cells without a figure and why, as a terminal summary lists them after its tables;
+/// empty when every cell has one.
+pub fn problems_text(report: &Report) -> String {
+    listed(&problems(report), "\nCells without a figure:\n", "  ")
+}
+
+/// The same, as `report.md` lists them.
+pub fn problems_markdown(report: &Report) -> String {
+    listed(&problems(report), "\n**Cells without a figure**\n\n", "- ")
+}
+
+/// The notes under their heading, as `report.md` ends; empty without notes.
+pub fn notes_markdown(report: &Report) -> String {
+    listed(
+        &report.notes,
+        "\n**What this run does not establish, and other notes**\n\n",
+        "- ",
+    )
+}
+
+/// `heading` and one line per item, each after `marker`; nothing when there are no items.
+fn listed(items: &[String], heading: &str, marker: &str) -> String {
+    if items.is_empty() {
+        return String::new();
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\n**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
-    }
-    out.push('\n');
-    out.push_str(&systems_table(report).to_markdown());
-    out.push_str(more);
-    out.push_str("\n**Environment**\n\n");
-    for line in environment_lines(report) {
-        out.push_str(&format!("- {line}\n"));
-    }
-    if !report.notes.is_empty() {
-        out.push_str("\n**What this run does not establish, and other notes**\n\n");
-        for note in &report.notes {
-            out.push_str(&format!("- {note}\n"));
-        }
+    let mut out = heading.to_owned();
+    for item in items {
+        out.push_str(&format!("{marker}{item}\n"));
     }
     out
+}
+
+/// A durable-write floor with the commit rate it bounds: `1.20 ms (≤ 833 commits/s per
+/// connection)`.
+pub fn floor_text(ns: u64) -> String {
+    format!(
+        "{} (≤ {} commits/s per connection)",
+        format_latency_ns(ns),
+        format_rate(1e9 / ns as f64)
+    )
 }
 
 #[cfg(test)]
