@@ -15,6 +15,8 @@ pub mod options;
 pub mod pacing;
 pub mod phases;
 pub mod pool;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod procstat;
 pub mod progress;
 pub mod protocol;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::results::Report;
+use crate::results::{Cell, Report};
 use crate::run::Summary;
 
 /// Servers are shared by every test in a test binary; one test uses them at a time.
@@ -87,6 +87,22 @@ pub fn read_json(dir: &Path) -> serde_json::Value {
 /// `results.json` of a results folder, as the report model.
 pub fn read_report(dir: &Path) -> Report {
     serde_json::from_value(read_json(dir)).expect("results.json reads as a report")
+}
+
+/// The cell of `workload` on `system`; panics naming every cell there is when there is none.
+pub fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload && c.system == system)
+        .unwrap_or_else(|| {
+            let cells: Vec<(&str, &str)> = report
+                .cells
+                .iter()
+                .map(|c| (c.workload.as_str(), c.system.as_str()))
+                .collect();
+            panic!("no cell {workload} × {system} among {cells:?}")
+        })
 }
 
 /// Runs `future` to completion on a runtime of its own (for a test's own client calls; a
@@ -208,5 +224,13 @@ mod tests {
             with_database("postgres://u@h:1/postgres", "geo"),
             "postgres://u@h:1/geo"
         );
+    }
+
+    #[test]
+    fn a_cell_is_found_by_workload_and_system() {
+        let report = crate::report::tests::sample();
+        assert_eq!(cell(&report, "read 16c", "c").system, "c");
+        let missing = std::panic::catch_unwind(|| cell(&report, "read 16c", "z").workload.len());
+        assert!(missing.is_err());
     }
 }

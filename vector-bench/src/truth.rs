@@ -19,7 +19,7 @@ const QUERY_BLOCK: usize = 256;
 const CANDIDATE_FACTOR: usize = 2;
 
 /// The true nearest rows of each query.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Truth {
     pub k: usize,
     /// Per query, the ids of its `k` nearest rows (fewer when fewer rows qualify), best first.

@@ -4,7 +4,8 @@
 
 mod support;
 
-use common::results::Status;
+use common::exit::Exit;
+use common::results::{Location, Status};
 use support::*;
 
 #[test]
@@ -13,8 +14,17 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
     let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
     let summary = run(&args(&out, &cache, &[])).unwrap();
     let report = &summary.report;
+    assert_eq!(summary.exit, Exit::AllOk);
+    assert_matches_schema(&out);
     assert_eq!(report.systems.len(), 1);
     assert_eq!(report.systems[0].name, "usearch");
+    // The index lives in this process: its disk is the results folder's, measured there.
+    assert_eq!(report.systems[0].location, Location::Embedded);
+    assert!(report.environment.durable_write_floor_ns.is_some());
+    assert_eq!(
+        report.environment.durable_write_floor_path.as_deref(),
+        out.to_str()
+    );
     assert!(report.systems[0].version.starts_with("usearch 2."));
     // 3 variants × 3 filters × 3 ef points.
     assert_eq!(report.cells.len(), 27, "{:#?}", report.cells);
@@ -71,7 +81,7 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
         &["--variants", "f32", "--filters", "none"],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 0);
+    assert_eq!(summary.exit, Exit::AllOk);
     assert_eq!(
         read_json(&again)["extra"]["ground_truth"][0]["source"],
         "cache"
@@ -98,7 +108,8 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&out);
     let json = read_json(&out);
     assert_eq!(json["extra"]["ground_truth"][0]["source"], "file");
     assert_eq!(json["extra"]["ground_truth"][0]["queries"], 20);
@@ -113,7 +124,7 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
 
     // --truth-only computes the exact truth and checks the file's lists against it.
     let truth = dir.path().join("truth");
-    run(&args(
+    let summary = run(&args(
         &truth,
         &cache,
         &[
@@ -125,6 +136,10 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
         ],
     ))
     .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk);
+    assert_eq!(summary.report.suite, "ground-truth");
+    assert!(summary.report.cells.is_empty() && summary.report.verdicts.is_empty());
+    assert_matches_schema(&truth);
     let agreement = read_json(&truth)["extra"]["ground_truth"][0]["file_agreement"]
         .as_f64()
         .unwrap();
@@ -154,7 +169,7 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
     let cell = cell(&summary.report, "f32 · unfiltered · ef 64", "usearch");
     assert!(recall(cell) > 0.5, "{}", recall(cell));
     // Generated-file ground truth is cached beside the file.

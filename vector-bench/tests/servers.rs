@@ -4,7 +4,8 @@
 
 mod support;
 
-use common::results::Status;
+use common::exit::Exit;
+use common::results::{Location, Status};
 use support::*;
 
 fn pgvector_url() -> Option<String> {
@@ -66,7 +67,12 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
     extra.extend(pid_args);
     let summary = run(&args(&out, &cache, &extra)).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 1, "chroma's binary cells are refused");
+    assert_eq!(
+        summary.exit,
+        Exit::NotAllOk,
+        "chroma's binary cells are refused"
+    );
+    assert_matches_schema(&out);
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["usearch", "pgvector", "chroma"]);
     let pg = &report.systems[1];
@@ -88,7 +94,21 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         "{:?}",
         pg.verified
     );
+    // A local server's durable-write floor is measured in its own data directory, when it says
+    // where that is (pgvector to a role that may read data_directory); Chroma does not say.
+    assert_eq!(pg.location, Location::Local);
+    if let Some(dir) = &pg.data_dir {
+        assert!(
+            pg.durable_write_floor_ns.is_some() || !pg.not_measured.is_empty(),
+            "{dir}: neither a floor nor why not"
+        );
+    }
+    assert_eq!(report.systems[0].location, Location::Embedded);
     let ch = &report.systems[2];
+    assert_eq!(
+        (ch.location, ch.data_dir.as_deref()),
+        (Location::Local, None)
+    );
     assert_eq!(ch.verified["f32.m"], "16");
     assert_eq!(ch.verified["f32.ef_construction"], "200");
     assert_eq!(ch.verified["f32.rows"], "2000");
@@ -211,7 +231,8 @@ fn qdrant_builds_verifies_and_answers_when_a_server_is_given() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(&out);
     let q = &report.systems[0];
     assert!(q.version.starts_with("Qdrant "), "{}", q.version);
     assert_eq!(q.verified["f32.m"], "16");

@@ -11,11 +11,10 @@ pub use table::Table;
 use std::time::Duration;
 
 use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
-use crate::results::{Cell, Report, Status, SystemInfo, Verdict, VerdictKind};
+use crate::results::{Cell, Report, Status, SystemInfo, Throughput, Verdict, VerdictKind};
 
-/// Compares every `ok` cell with the reference system's cell of the same workload. The verdict
-/// is parity when the two round-to-round ranges overlap (the noise band, DESIGN rule 11); it needs
-/// at least two rounds on each side, because one round measures no band.
+/// Compares every `ok` cell with the reference system's cell of the same workload, by
+/// [`judge`].
 pub fn verdicts(report: &Report) -> Vec<Verdict> {
     let Some(reference) = report.reference.as_deref() else {
         return Vec::new();
@@ -32,17 +31,8 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
             else {
                 continue;
             };
-            if base.rounds.len() < 2 || other.rounds.len() < 2 || base.median <= 0.0 {
+            let Some((ratio, verdict)) = judge(Band::of(base), Band::of(other)) else {
                 continue;
-            }
-            let ratio = other.median / base.median;
-            let overlap = other.min <= base.max && base.min <= other.max;
-            let verdict = if overlap {
-                VerdictKind::Parity
-            } else if ratio > 1.0 {
-                VerdictKind::Faster
-            } else {
-                VerdictKind::Slower
             };
             out.push(Verdict {
                 workload: workload.clone(),
@@ -54,6 +44,47 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// One side of a verdict: a median, its round-to-round range, and how many measured rounds
+/// it comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
+}
+
+impl Band {
+    pub fn of(throughput: &Throughput) -> Band {
+        Band {
+            median: throughput.median,
+            min: throughput.min,
+            max: throughput.max,
+            rounds: throughput.rounds.len(),
+        }
+    }
+}
+
+/// The verdict on `other` against `base` (DESIGN rule 11), as the ratio of medians: parity when
+/// the two round-to-round ranges overlap (the noise band), else faster or slower. `None` unless
+/// each side has at least two measured rounds, because one round measures no band, and the
+/// base's median is positive. Every tool's verdicts go through this one rule.
+pub fn judge(base: Band, other: Band) -> Option<(f64, VerdictKind)> {
+    if base.rounds < 2 || other.rounds < 2 || base.median <= 0.0 {
+        return None;
+    }
+    let ratio = other.median / base.median;
+    let overlap = other.min <= base.max && base.min <= other.max;
+    let verdict = if overlap {
+        VerdictKind::Parity
+    } else if ratio > 1.0 {
+        VerdictKind::Faster
+    } else {
+        VerdictKind::Slower
+    };
+    Some((ratio, verdict))
 }
 
 /// Workloads in the order they were first measured.
@@ -246,16 +277,9 @@ pub fn systems_table(report: &Report) -> Table {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let floor = s.durable_write_floor_ns.map_or_else(
-                || "–".to_owned(),
-                |ns| {
-                    format!(
-                        "{} (≤ {} commits/s per connection)",
-                        format_latency_ns(ns),
-                        format_rate(1e9 / ns as f64)
-                    )
-                },
-            );
+            let floor = s
+                .durable_write_floor_ns
+                .map_or_else(|| "–".to_owned(), floor_text);
             vec![s.name.clone(), s.version.clone(), verified, floor]
         })
         .collect();
@@ -346,13 +370,7 @@ pub fn terminal_frame(
         out.push('\n');
         out.push_str(&table.to_text());
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\nCells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
+    out.push_str(&problems_text(report));
     out.push('\n');
     for s in &report.systems {
         out.push_str(&line(s));
@@ -376,9 +394,35 @@ pub fn render_markdown(report: &Report) -> String {
 /// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
 /// Every tool's report has this frame.
 pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
-    let mut out = format!("# {}\n\n", title(report));
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
+    let mut out = format!(
+        "# {}\n\n{}\n\n{}\n\n",
+        title(report),
+        run_line(report),
+        method_line(report)
+    );
+    for (i, table) in tables.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&table.to_markdown());
+    }
+    out.push_str(&problems_markdown(report));
+    out.push('\n');
+    out.push_str(&systems_table(report).to_markdown());
+    out.push_str(more);
+    out.push_str("\n**Environment**\n\n");
+    for line in environment_lines(report) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    out.push_str(&notes_markdown(report));
+    out
+}
+
+/// `Run `ID`, started …, finished …; TOOL VERSION (commit …).`: the line under the title of
+/// every `report.md`.
+pub fn run_line(report: &Report) -> String {
+    format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).",
         report.run_id,
         report.started_at,
         report
@@ -388,35 +432,49 @@ pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
         report.tool,
         report.tool_version,
         report.git_commit.as_deref().unwrap_or("unknown"),
-        method_line(report)
-    ));
-    for (i, table) in tables.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&table.to_markdown());
+    )
+}
+
+/// The cells without a figure and why, as a terminal summary lists them after its tables;
+/// empty when every cell has one.
+pub fn problems_text(report: &Report) -> String {
+    listed(&problems(report), "\nCells without a figure:\n", "  ")
+}
+
+/// The same, as `report.md` lists them.
+pub fn problems_markdown(report: &Report) -> String {
+    listed(&problems(report), "\n**Cells without a figure**\n\n", "- ")
+}
+
+/// The notes under their heading, as `report.md` ends; empty without notes.
+pub fn notes_markdown(report: &Report) -> String {
+    listed(
+        &report.notes,
+        "\n**What this run does not establish, and other notes**\n\n",
+        "- ",
+    )
+}
+
+/// `heading` and one line per item, each after `marker`; nothing when there are no items.
+fn listed(items: &[String], heading: &str, marker: &str) -> String {
+    if items.is_empty() {
+        return String::new();
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\n**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
-    }
-    out.push('\n');
-    out.push_str(&systems_table(report).to_markdown());
-    out.push_str(more);
-    out.push_str("\n**Environment**\n\n");
-    for line in environment_lines(report) {
-        out.push_str(&format!("- {line}\n"));
-    }
-    if !report.notes.is_empty() {
-        out.push_str("\n**What this run does not establish, and other notes**\n\n");
-        for note in &report.notes {
-            out.push_str(&format!("- {note}\n"));
-        }
+    let mut out = heading.to_owned();
+    for item in items {
+        out.push_str(&format!("{marker}{item}\n"));
     }
     out
+}
+
+/// A durable-write floor with the commit rate it bounds: `1.20 ms (≤ 833 commits/s per
+/// connection)`.
+pub fn floor_text(ns: u64) -> String {
+    format!(
+        "{} (≤ {} commits/s per connection)",
+        format_latency_ns(ns),
+        format_rate(1e9 / ns as f64)
+    )
 }
 
 #[cfg(test)]
@@ -505,6 +563,31 @@ pub(crate) mod tests {
                 Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
         }
         assert!(verdicts(&report).is_empty());
+    }
+
+    #[test]
+    fn judge_needs_two_rounds_a_side_and_calls_overlap_parity() {
+        let band = |median: f64, min: f64, max: f64, rounds: usize| Band {
+            median,
+            min,
+            max,
+            rounds,
+        };
+        let base = band(100.0, 95.0, 105.0, 3);
+        assert_eq!(
+            judge(base, band(200.0, 190.0, 210.0, 2)),
+            Some((2.0, VerdictKind::Faster))
+        );
+        assert_eq!(
+            judge(base, band(50.0, 45.0, 55.0, 2)),
+            Some((0.5, VerdictKind::Slower))
+        );
+        assert_eq!(
+            judge(base, band(104.0, 100.0, 110.0, 2)).map(|v| v.1),
+            Some(VerdictKind::Parity)
+        );
+        assert_eq!(judge(base, band(200.0, 200.0, 200.0, 1)), None);
+        assert_eq!(judge(band(0.0, 0.0, 0.0, 3), base), None);
     }
 
     #[cfg(feature = "schema")]

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use common::data::Checksum;
 use rand::RngExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How distance is measured, the same on every target.
-#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// 1 − cos(a, b); vectors are normalized once, so every engine ranks by the same numbers.

@@ -4,13 +4,11 @@
 use std::fmt::Write as _;
 
 use common::human::format_rate;
+use common::report::chart::{close, color, escape, open};
 use common::results::Report;
 
 use super::{Curve, curves};
 
-const PALETTE: [&str; 8] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
-];
 const LEFT: f64 = 70.0;
 const TOP: f64 = 40.0;
 const PLOT_W: f64 = 520.0;
@@ -63,15 +61,14 @@ fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
     let width = LEFT + PLOT_W + 180.0;
     let height = TOP + PLOT_H + 50.0;
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="8" y="20" font-size="14">{} — {} (QPS at --connections, log scale, against recall@k)</text>"#,
-        escape(&report.tool),
-        escape(family)
+    open(
+        &mut svg,
+        width,
+        height,
+        &format!(
+            "{} — {family} (QPS at --connections, log scale, against recall@k)",
+            report.tool
+        ),
     );
     let _ = writeln!(
         svg,
@@ -105,8 +102,9 @@ fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
         LEFT + PLOT_W / 2.0,
         TOP + PLOT_H + 36.0
     );
+    // One colour per curve of this family, in the order of the systems that have one.
     for (i, curve) in curves.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+        let color = color(i);
         let path: Vec<String> = curve
             .points
             .iter()
@@ -138,12 +136,6 @@ fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
             escape(&curve.system)
         );
     }
-    svg.push_str("</svg>\n");
+    close(&mut svg);
     svg
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

@@ -1,18 +1,85 @@
 //! Reports: pure functions from a [`Report`] to text. Per curve family, one table of ef points
 //! (recall@k, p50/p99 at concurrency 1, QPS at --connections) in the seed's shape; then the
-//! comparison at matched recall, which is the one that decides; builds; ground truth.
+//! comparison at matched recall, which is the one that decides; builds; ground truth. The
+//! verdicts and every renderer reach common's run lifecycle through [`VectorReport`] (and
+//! [`TruthReport`] for `--truth-only`).
 
 pub mod chart;
 
 use std::collections::BTreeMap;
 
+use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate, format_thousands};
-use common::report::Table;
+use common::report::{
+    Band, Table, floor_text, judge, notes_markdown, problems_markdown, problems_text, run_line,
+};
 use common::results::{Cell, Report, Status, Verdict, VerdictKind};
 use serde_json::{Value, json};
 
-use crate::Opts;
 use crate::curve::{MATCHED_RECALLS, Matched, Point, at_recall};
+use crate::opts::Opts;
+use crate::workloads::groundtruth::TruthInfo;
+
+/// vector-bench's verdicts and renderers, for common's run lifecycle.
+pub struct VectorReport;
+
+impl ToolReport for VectorReport {
+    /// QPS at matched recall against the reference's (not common's per-cell comparison: two
+    /// indexes rarely reach the same recall at the same ef).
+    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
+        matched_verdicts(report, &curves(report))
+    }
+
+    fn terminal(&self, report: &Report) -> String {
+        render_terminal(report)
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        render_markdown(report)
+    }
+
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        chart::render_charts(report)
+    }
+}
+
+/// `--truth-only`: the ground truth's time and agreement, and nothing measured.
+pub struct TruthReport;
+
+impl ToolReport for TruthReport {
+    fn verdicts(&self, _: &Report) -> Vec<Verdict> {
+        Vec::new()
+    }
+
+    /// One line per family, as the run printed it while computing, with any cache warning.
+    fn terminal(&self, report: &Report) -> String {
+        let mut lines = Vec::new();
+        for info in stored_truths(report) {
+            lines.push(info.line());
+            if let Some(note) = &info.cache_note {
+                lines.push(format!("  note: {note}"));
+            }
+        }
+        lines.join("\n")
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        render_markdown(report)
+    }
+
+    fn charts(&self, _: &Report) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// The ground truth of each family, as stored under `extra.ground_truth`.
+fn stored_truths(report: &Report) -> Vec<TruthInfo> {
+    report
+        .extra
+        .get("ground_truth")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .unwrap_or_default()
+}
 
 /// The notes every report carries: what the figures are and what they do not establish.
 pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
@@ -33,11 +100,9 @@ pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
     notes
 }
 
-/// Curves, matched-recall figures and verdicts, computed from the cells.
-pub fn settle(report: &mut Report) {
-    let curves = curves(report);
-    report.verdicts = matched_verdicts(report, &curves);
-    report.extra.insert("curves".into(), json!(curves));
+/// The curves and their matched-recall figures, as stored under `extra.curves`.
+pub fn curves_json(report: &Report) -> Value {
+    json!(curves(report))
 }
 
 /// One system's curve of one family, with its figures at each matched recall.
@@ -102,8 +167,9 @@ fn point_of(cell: &Cell) -> Option<Point> {
     })
 }
 
-/// QPS at each matched recall against the reference's, where both curves cross that recall;
-/// parity when the interpolated round ranges overlap.
+/// QPS at each matched recall against the reference's, where both curves cross that recall,
+/// judged by common's rule: parity when the interpolated round ranges overlap, and no verdict
+/// unless both sides' bracketing points have at least two measured rounds.
 fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
     let Some(reference) = report.reference.as_deref() else {
         return Vec::new();
@@ -115,36 +181,11 @@ fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
             .filter(|c| c.family == base.family && c.system != reference)
         {
             for ((recall, a), (_, b)) in base.matched.iter().zip(&other.matched) {
-                // Only two interpolations compare: a curve that starts above the recall gives a
-                // bound, and a bound against a figure is no ratio.
-                let (
-                    Some(Matched::Interpolated {
-                        qps: qa,
-                        qps_min: lo_a,
-                        qps_max: hi_a,
-                        ..
-                    }),
-                    Some(Matched::Interpolated {
-                        qps: qb,
-                        qps_min: lo_b,
-                        qps_max: hi_b,
-                        ..
-                    }),
-                ) = (a, b)
-                else {
+                let (Some(a), Some(b)) = (band(report, base, a), band(report, other, b)) else {
                     continue;
                 };
-                let (qa, lo_a, hi_a, qb, lo_b, hi_b) = (*qa, *lo_a, *hi_a, *qb, *lo_b, *hi_b);
-                if qa <= 0.0 {
+                let Some((ratio, verdict)) = judge(a, b) else {
                     continue;
-                }
-                let ratio = qb / qa;
-                let verdict = if lo_b <= hi_a && lo_a <= hi_b {
-                    VerdictKind::Parity
-                } else if ratio > 1.0 {
-                    VerdictKind::Faster
-                } else {
-                    VerdictKind::Slower
                 };
                 out.push(Verdict {
                     workload: format!("{} · recall {recall:.2}", base.family),
@@ -157,6 +198,38 @@ fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// A curve's interpolated QPS at one matched recall, with the measured rounds of the fewer of
+/// its two bracketing points. Only interpolations compare: a curve that starts above the recall
+/// gives a bound, and a bound against a figure is no ratio.
+fn band(report: &Report, curve: &Curve, matched: &Option<Matched>) -> Option<Band> {
+    let Some(Matched::Interpolated {
+        ef_below,
+        ef_above,
+        qps,
+        qps_min,
+        qps_max,
+        ..
+    }) = *matched
+    else {
+        return None;
+    };
+    let rounds = |ef: u64| {
+        let workload = format!("{} · ef {ef}", curve.family);
+        report
+            .cells
+            .iter()
+            .find(|c| c.system == curve.system && c.workload == workload)
+            .and_then(Cell::usable_throughput)
+            .map_or(0, |t| t.rounds.len())
+    };
+    Some(Band {
+        median: qps,
+        min: qps_min,
+        max: qps_max,
+        rounds: rounds(ef_below).min(rounds(ef_above)),
+    })
 }
 
 /// The families in the order they were measured.
@@ -491,16 +564,14 @@ pub fn render_terminal(report: &Report) -> String {
         out.push('\n');
         out.push_str(&table.to_text());
     }
-    let problems = common::report::problems(report);
-    if !problems.is_empty() {
-        out.push_str("\nCells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
+    out.push_str(&problems_text(report));
     out.push('\n');
     for s in &report.systems {
-        out.push_str(&format!("{}: {}\n", s.name, s.version));
+        out.push_str(&format!("{}: {}", s.name, s.version));
+        if let Some(floor) = s.durable_write_floor_ns.map(floor_text) {
+            out.push_str(&format!(" · durable-write floor {floor}"));
+        }
+        out.push('\n');
     }
     for note in &report.notes {
         out.push_str(&format!("note: {note}\n"));
@@ -510,19 +581,12 @@ pub fn render_terminal(report: &Report) -> String {
 
 /// `report.md`: the same tables, with every system's verified settings and the notes in full.
 pub fn render_markdown(report: &Report) -> String {
-    let mut out = format!("# {} {}\n\n", report.tool, report.suite);
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n",
-        report.run_id,
-        report.started_at,
-        report
-            .finished_at
-            .as_deref()
-            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
+    let mut out = format!(
+        "# {} {}\n\n{}\n\n",
         report.tool,
-        report.tool_version,
-        report.git_commit.as_deref().unwrap_or("unknown"),
-    ));
+        report.suite,
+        run_line(report)
+    );
     for line in header_lines(report) {
         out.push_str(&format!("- {line}\n"));
     }
@@ -530,26 +594,26 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         out.push_str(&table.to_markdown());
     }
-    let problems = common::report::problems(report);
-    if !problems.is_empty() {
-        out.push_str("\n**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
+    out.push_str(&problems_markdown(report));
+    if !report.systems.is_empty() {
+        out.push_str("\n**Systems (as each reported itself)**\n\n");
     }
-    out.push_str("\n**Systems (as each reported itself)**\n\n");
     for s in &report.systems {
         out.push_str(&format!("- {} — {}\n", s.name, s.version));
         for (key, value) in &s.verified {
             out.push_str(&format!("  - {key} = {value}\n"));
         }
-    }
-    if !report.notes.is_empty() {
-        out.push_str("\n**What this run does not establish, and other notes**\n\n");
-        for note in &report.notes {
-            out.push_str(&format!("- {note}\n"));
+        if let (Some(ns), Some(dir)) = (s.durable_write_floor_ns, &s.data_dir) {
+            out.push_str(&format!(
+                "  - durable-write floor (4 KiB O_DSYNC, median) in {dir} = {}\n",
+                floor_text(ns)
+            ));
+        }
+        for what in &s.not_measured {
+            out.push_str(&format!("  - not measured: {what}\n"));
         }
     }
+    out.push_str(&notes_markdown(report));
     out
 }
 

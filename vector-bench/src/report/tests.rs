@@ -9,13 +9,11 @@ use super::*;
 fn point(family: &str, system: &str, ef: u64, recall: f64, qps: [f64; 3], p50_us: u64) -> Cell {
     let mut cell = Cell::new(&format!("{family} · ef {ef}"), system, "queries/s", 16, 3);
     cell.throughput = Throughput::from_rounds(qps.to_vec());
+    // The report shows p50 and p99 only.
     cell.latency_ns = Some(Percentiles {
         p50: p50_us * 1_000,
-        p95: p50_us * 1_500,
         p99: p50_us * 2_000,
-        p999: p50_us * 3_000,
-        max: p50_us * 4_000,
-        mean: p50_us as f64 * 1_100.0,
+        ..Percentiles::default()
     });
     cell.extra.insert("family".into(), json!(family));
     cell.extra.insert("ef".into(), json!(ef));
@@ -82,7 +80,8 @@ pub fn sample() -> Report {
                {"system": "b", "variant": "binary", "offered": null,
                 "problem": "not offered: no quantization"}]),
     );
-    settle(&mut report);
+    report.extra.insert("curves".into(), curves_json(&report));
+    report.verdicts = VectorReport.verdicts(&report);
     report
 }
 
@@ -108,6 +107,20 @@ fn matched_recall_interpolates_and_judges_by_the_noise_band() {
     // Filtered, both cross 0.90 between ef 32 and 64 with overlapping ranges: parity.
     let v = at("f32 · filter 1% · recall 0.90");
     assert_eq!(v.verdict, VerdictKind::Parity, "{v:?}");
+}
+
+#[test]
+fn one_measured_round_a_side_gives_no_verdict_at_matched_recall() {
+    let mut report = sample();
+    for cell in report.cells.iter_mut().filter(|c| c.system == "b") {
+        if let Some(t) = &cell.throughput {
+            cell.throughput = Throughput::from_rounds(vec![t.median]);
+        }
+    }
+    // b's curve and its interpolated figures are as before; only the verdict needs two rounds.
+    assert_eq!(curves(&report).len(), 4);
+    assert!(VectorReport.verdicts(&report).is_empty());
+    assert!(!VectorReport.verdicts(&sample()).is_empty());
 }
 
 #[test]

@@ -12,12 +12,16 @@ use std::time::{Duration, Instant};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::results::Location;
 use serde_json::{Value, json};
 
-use super::search::{BlockingSearchSession, Searchers, Work};
-use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use super::{
+    BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions, host_of,
+    location_of_host,
+};
 use crate::dataset::{Dataset, Metric};
-use crate::workloads::Variant;
+use crate::index::{IndexSpec, Variant};
+use crate::session::{BlockingSearchSession, Searchers, Work};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 const MARKER_KEY: &str = "created_by";
@@ -102,6 +106,7 @@ impl Http {
 pub struct ChromaTarget {
     identity: Identity,
     http: Http,
+    location: Location,
 }
 
 impl ChromaTarget {
@@ -122,11 +127,7 @@ impl ChromaTarget {
                 .unwrap_or(default)
                 .to_owned()
         };
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "chroma".into()),
-            kind: "chroma".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "chroma");
         let http = Http::new(
             &format!("http://{host}"),
             &param("tenant", "default_tenant"),
@@ -137,13 +138,15 @@ impl ChromaTarget {
             .await
             .map_err(|e| TargetError::Other(e.to_string()))?;
         if let Err(message) = alive {
-            return Err(TargetError::Connect {
-                system: identity.name.clone(),
-                url: identity.url_redacted.clone(),
-                message: format!("{message} — is the server running? (scripts/services start)"),
-            });
+            return Err(identity.connect_error(format!(
+                "{message} — is the server running? (scripts/services start)"
+            )));
         }
-        Ok(Box::new(ChromaTarget { identity, http }))
+        Ok(Box::new(ChromaTarget {
+            identity,
+            http,
+            location: location_of_host(host_of(host)),
+        }))
     }
 
     /// Runs a blocking HTTP exchange off the runtime's workers.
@@ -154,8 +157,8 @@ impl ChromaTarget {
         let http = self.http.clone();
         tokio::task::spawn_blocking(move || work(http))
             .await
-            .map_err(|e| self.identity.error(e))?
-            .map_err(|e| self.identity.error(e))
+            .map_err(|e| self.identity.query_error(e))?
+            .map_err(|e| self.identity.query_error(e))
     }
 
     /// The collection named `name`, or `None` when there is none.
@@ -170,7 +173,7 @@ impl ChromaTarget {
             _ if value.get("error").and_then(Value::as_str) == Some("NotFoundError") => Ok(None),
             _ => Err(self
                 .identity
-                .error(format!("reading collection {name}: HTTP {status}: {value}"))),
+                .query_error(format!("reading collection {name}: HTTP {status}: {value}"))),
         }
     }
 }
@@ -215,10 +218,6 @@ impl VectorTarget for ChromaTarget {
         &self.identity
     }
 
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let version = self
@@ -238,6 +237,9 @@ impl VectorTarget for ChromaTarget {
                     version.as_str().unwrap_or("unknown")
                 ),
                 settings,
+                // Chroma's API does not say where it keeps its data.
+                location: self.location,
+                data_dir: None,
             })
         })
     }
@@ -256,12 +258,10 @@ impl VectorTarget for ChromaTarget {
                 return Ok(());
             };
             if existing["metadata"][MARKER_KEY].as_str() != Some(MARKER) {
-                return Err(TargetError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("collection {name}"),
-                });
+                return Err(self.identity.foreign(format!("collection {name}")));
             }
-            self.identity.check_dimensions(
+            check_dimensions(
+                &self.identity,
                 format!("collection {name}"),
                 existing["dimension"].as_u64().map(|d| d as usize),
                 spec.dims,
@@ -302,7 +302,7 @@ impl VectorTarget for ChromaTarget {
                 .as_str()
                 .ok_or_else(|| {
                     self.identity
-                        .error("creating the collection returned no id")
+                        .query_error("creating the collection returned no id")
                 })?
                 .to_owned();
             let limit: usize = self
@@ -334,7 +334,7 @@ impl VectorTarget for ChromaTarget {
             if answer["ids"][0].as_array().is_none_or(Vec::is_empty) {
                 return Err(self
                     .identity
-                    .error("the collection returned nothing after every row was added"));
+                    .query_error("the collection returned nothing after every row was added"));
             }
             Ok(BuildReport {
                 insert_s,
@@ -353,10 +353,10 @@ impl VectorTarget for ChromaTarget {
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             let name = spec.collection();
-            let collection = self
-                .collection(&name)
-                .await?
-                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let collection = self.collection(&name).await?.ok_or_else(|| {
+                self.identity
+                    .query_error(format!("collection {name} is gone"))
+            })?;
             let hnsw = &collection["configuration_json"]["hnsw"];
             let mut out = BTreeMap::new();
             let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
@@ -385,10 +385,10 @@ impl VectorTarget for ChromaTarget {
     ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
         Box::pin(async move {
             let name = spec.collection();
-            let collection = self
-                .collection(&name)
-                .await?
-                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let collection = self.collection(&name).await?.ok_or_else(|| {
+                self.identity
+                    .query_error(format!("collection {name} is gone"))
+            })?;
             let id = collection["id"].as_str().unwrap_or_default().to_owned();
             let root = self.http.clone();
             let connect: Connector<ChromaSession> = Arc::new(move || {
@@ -405,7 +405,7 @@ impl VectorTarget for ChromaTarget {
                 };
                 Box::pin(async move { Ok(session) })
             });
-            super::search::open_blocking(sessions, connect).await
+            crate::session::open_blocking(sessions, connect).await
         })
     }
 
@@ -421,7 +421,7 @@ impl VectorTarget for ChromaTarget {
             } else {
                 Err(self
                     .identity
-                    .error(format!("dropping the collection: HTTP {status}: {value}")))
+                    .query_error(format!("dropping the collection: HTTP {status}: {value}")))
             }
         })
     }

@@ -5,88 +5,44 @@
 pub mod chroma;
 pub mod pgvector;
 pub mod qdrant;
-pub mod search;
 pub mod usearch;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
+use common::results::Location;
+pub use common::target::{Identity, TargetError, location_of_host};
 use serde::Serialize;
 
-use crate::dataset::{Dataset, Metric};
-use crate::workloads::Variant;
+use crate::dataset::Dataset;
+use crate::index::{IndexSpec, Variant};
+use crate::session::Searchers;
 
-pub use search::{Pass, Searchers, Work};
-
-/// Why a target could not do what was asked; every message is one complete sentence.
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("cannot connect to {system} at {url}: {message}")]
-    Connect {
-        system: String,
-        url: String,
-        message: String,
-    },
-    #[error("{system}: {message}")]
-    Query { system: String, message: String },
-    #[error(
-        "{system}: {object} exists but was not created by fairbench; refusing to touch it \
-         (use another --namespace, or move that object)"
-    )]
-    Foreign { system: String, object: String },
-    #[error(
-        "{system}: {object} holds {found}-dimension vectors, the dataset has {wanted}: \
-         drop it or choose another --namespace"
-    )]
-    Dimensions {
-        system: String,
-        object: String,
-        found: usize,
-        wanted: usize,
-    },
-    #[error("`{url}` is not a target vector-bench can drive: {message}")]
-    Url { url: String, message: String },
-    #[error("{0}")]
-    Other(String),
-}
-
-/// How a target is known in reports.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub name: String,
-    /// Engine family (`usearch`, `pgvector`, `chroma`, `qdrant`).
-    pub kind: String,
-    pub url_redacted: String,
-}
-
-impl Identity {
-    /// Refuses an existing collection of fairbench's whose dimension is not the dataset's.
-    pub fn check_dimensions(
-        &self,
-        object: String,
-        found: Option<usize>,
-        wanted: usize,
-    ) -> Result<(), TargetError> {
-        match found {
-            Some(found) if found != wanted => Err(TargetError::Dimensions {
-                system: self.name.clone(),
-                object,
-                found,
-                wanted,
-            }),
-            _ => Ok(()),
-        }
+/// Refuses an existing collection of fairbench's whose dimension is not the dataset's.
+pub fn check_dimensions(
+    identity: &Identity,
+    object: String,
+    found: Option<usize>,
+    wanted: usize,
+) -> Result<(), TargetError> {
+    match found {
+        Some(found) if found != wanted => Err(identity.query_error(format!(
+            "{object} holds {found}-dimension vectors, the dataset has {wanted}: \
+             drop it or choose another --namespace"
+        ))),
+        _ => Ok(()),
     }
+}
 
-    /// A failed request to this system, as one sentence.
-    pub fn error(&self, message: impl std::fmt::Display) -> TargetError {
-        TargetError::Query {
-            system: self.name.clone(),
-            message: message.to_string(),
-        }
+/// The host of a `HOST[:PORT]` authority (`[::1]:8000` → `[::1]`), to tell where a server runs.
+pub fn host_of(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => authority,
     }
 }
 
@@ -96,25 +52,11 @@ pub struct Description {
     pub version: String,
     /// Settings read from the system: name → value.
     pub settings: BTreeMap<String, String>,
-}
-
-/// The index every target builds, with the same parameters.
-#[derive(Debug, Clone, Serialize)]
-pub struct IndexSpec {
-    pub namespace: String,
-    pub variant: Variant,
-    pub dims: usize,
-    pub metric: Metric,
-    pub m: usize,
-    pub ef_construction: usize,
-    pub rows: usize,
-}
-
-impl IndexSpec {
-    /// The collection/table name of this variant (`fairbench_f32`).
-    pub fn collection(&self) -> String {
-        format!("{}_{}", self.namespace, self.variant.as_str())
-    }
+    /// Where the system runs, as seen from the client.
+    pub location: Location,
+    /// Where a local server keeps its data, when it says so: its durable-write floor is
+    /// measured there.
+    pub data_dir: Option<PathBuf>,
 }
 
 /// What building an index cost, and what the times include.
@@ -132,10 +74,8 @@ pub struct BuildReport {
 
 /// The control path of a system: everything but the measured searches.
 pub trait VectorTarget: Send {
+    /// The system's name (`--target NAME=…`, else its kind), kind and redacted URL.
     fn identity(&self) -> &Identity;
-
-    /// Lets the sweep name a system once names are settled.
-    fn identity_mut(&mut self) -> &mut Identity;
 
     /// Version and settings, read from the system itself.
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
@@ -184,12 +124,10 @@ pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetErro
         "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec).await,
         "chroma" => chroma::ChromaTarget::open(spec).await,
         "qdrant" => qdrant::QdrantTarget::open(spec).await,
-        other => Err(TargetError::Url {
-            url: spec.url_redacted(),
-            message: format!(
-                "unknown scheme `{other}`; use usearch, postgres://… (pgvector), chroma://HOST:PORT or qdrant://HOST:PORT (gRPC)"
-            ),
-        }),
+        _ => Err(TargetError::unknown_scheme(
+            spec,
+            "usearch, postgres://… (pgvector), chroma://HOST:PORT or qdrant://HOST:PORT (gRPC)",
+        )),
     }
 }
 
@@ -203,5 +141,27 @@ mod tests {
         let error = open(&spec).await.err().unwrap().to_string();
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("chroma://"), "{error}");
+    }
+
+    #[test]
+    fn hosts_are_read_from_authorities_and_dimensions_checked() {
+        assert_eq!(host_of("127.0.0.1:8000"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:6334"), "[::1]");
+        assert_eq!(host_of("localhost"), "localhost");
+        assert_eq!(
+            location_of_host(host_of("db.example.com:8000")),
+            Location::Remote
+        );
+        let spec = TargetSpec::parse("ch=chroma://127.0.0.1:8000").unwrap();
+        let id = Identity::of(&spec, "chroma");
+        assert!(check_dimensions(&id, "collection x".into(), Some(16), 16).is_ok());
+        assert!(check_dimensions(&id, "collection x".into(), None, 16).is_ok());
+        let error = check_dimensions(&id, "collection x".into(), Some(16), 24)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "ch: collection x holds 16-dimension vectors, the dataset has 24: drop it or choose another --namespace"
+        );
     }
 }

@@ -6,25 +6,27 @@
 
 use std::collections::BTreeMap;
 use std::error::Error;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{BufMut, BytesMut};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::postgres::{connect, location, message};
+use common::results::Location;
 use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
 
-use super::search::{SearchSession, Searchers, Work};
-use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use super::{BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions};
 use crate::dataset::{Dataset, Metric};
-use crate::workloads::Variant;
+use crate::index::{IndexSpec, Variant};
+use crate::session::{SearchSession, Searchers, Work};
 
 const MARKER: &str = "created by fairbench";
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Memory for the index build, so the graph is built in memory rather than on disk pages.
 const BUILD_MEMORY: &str = "2GB";
 
@@ -32,44 +34,6 @@ pub struct PgvectorTarget {
     identity: Identity,
     config: Config,
     control: Client,
-}
-
-/// Connects and drives the connection on a task of the calling runtime (lane).
-async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let connect_error = |message: String| TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message,
-    };
-    let (client, connection) =
-        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => {
-                let mut text = e.to_string();
-                let mut source = e.source();
-                while let Some(cause) = source {
-                    text.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                if text.contains("refused") {
-                    text.push_str(" — is the server running? (scripts/services start)");
-                }
-                return Err(connect_error(text));
-            }
-            Err(_) => return Err(connect_error("no answer within 10s".into())),
-        };
-    tokio::spawn(async move {
-        // An error surfaces on the client's next call.
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
-fn message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
-    }
 }
 
 /// Names of one variant's objects.
@@ -182,24 +146,8 @@ impl ToSql for PgVector<'_> {
 
 impl PgvectorTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
-        let url = spec.url.replacen("pgvector://", "postgres://", 1).replacen(
-            "postgresql://",
-            "postgres://",
-            1,
-        );
-        let mut config: Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| TargetError::Url {
-                    url: spec.url_redacted(),
-                    message: e.to_string(),
-                })?;
-        config.application_name("fairbench");
-        config.connect_timeout(CONNECT_TIMEOUT);
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "pgvector".into()),
-            kind: "pgvector".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let config = common::postgres::config(spec, &["pgvector"])?;
+        let identity = Identity::of(spec, "pgvector");
         let control = connect(&config, &identity).await?;
         Ok(Box::new(PgvectorTarget {
             identity,
@@ -213,7 +161,7 @@ impl PgvectorTarget {
             .control
             .simple_query(sql)
             .await
-            .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+            .map_err(|e| self.identity.query_error(format!("{sql}: {}", message(&e))))?;
         Ok(rows.into_iter().find_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
             _ => None,
@@ -224,7 +172,7 @@ impl PgvectorTarget {
         self.control
             .batch_execute(sql)
             .await
-            .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))
+            .map_err(|e| self.identity.query_error(format!("{sql}: {}", message(&e))))
     }
 
     /// Streams every row through COPY (text format), `batch` rows per message.
@@ -243,7 +191,7 @@ impl PgvectorTarget {
             .await
             .map_err(|e| {
                 self.identity
-                    .error(format!("COPY into {table}: {}", message(&e)))
+                    .query_error(format!("COPY into {table}: {}", message(&e)))
             })?;
         let mut sink = std::pin::pin!(sink);
         let mut buffer = String::with_capacity(batch * (data.dims * 12 + 16));
@@ -262,13 +210,13 @@ impl PgvectorTarget {
                 .await
                 .map_err(|e| {
                     self.identity
-                        .error(format!("COPY into {table}: {}", message(&e)))
+                        .query_error(format!("COPY into {table}: {}", message(&e)))
                 })?;
             done.fetch_add((end - start) as u64, Ordering::Relaxed);
         }
         sink.as_mut().finish().await.map_err(|e| {
             self.identity
-                .error(format!("COPY into {table}: {}", message(&e)))
+                .query_error(format!("COPY into {table}: {}", message(&e)))
         })?;
         Ok(())
     }
@@ -279,10 +227,6 @@ impl VectorTarget for PgvectorTarget {
         &self.identity
     }
 
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let version = self.one("SELECT version()").await?.unwrap_or_default();
@@ -290,7 +234,7 @@ impl VectorTarget for PgvectorTarget {
                 .one("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
                 .await?
             else {
-                return Err(self.identity.error(
+                return Err(self.identity.query_error(
                     "the pgvector extension is not installed in this database (CREATE EXTENSION vector)",
                 ));
             };
@@ -311,10 +255,19 @@ impl VectorTarget for PgvectorTarget {
                     settings.insert(name.into(), value);
                 }
             }
+            // Only a privileged role sees data_directory; without it the floor is not measured.
+            let data_dir = self
+                .one("SELECT setting FROM pg_settings WHERE name = 'data_directory'")
+                .await?;
+            let location = location(&self.config);
             let short = version.split(" on ").next().unwrap_or(&version).to_owned();
             Ok(Description {
                 version: format!("{short}, pgvector {extension}"),
                 settings,
+                location,
+                data_dir: data_dir
+                    .filter(|_| location == Location::Local)
+                    .map(PathBuf::from),
             })
         })
     }
@@ -347,10 +300,7 @@ impl VectorTarget for PgvectorTarget {
                 .one(&format!("SELECT obj_description({oid}, 'pg_class')"))
                 .await?;
             if comment.as_deref() != Some(MARKER) {
-                return Err(TargetError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("table {qualified}"),
-                });
+                return Err(self.identity.foreign(format!("table {qualified}")));
             }
             let dims = self
                 .one(&format!(
@@ -358,8 +308,12 @@ impl VectorTarget for PgvectorTarget {
                 ))
                 .await?
                 .and_then(|d| d.parse::<usize>().ok());
-            self.identity
-                .check_dimensions(format!("table {qualified}"), dims, spec.dims)
+            check_dimensions(
+                &self.identity,
+                format!("table {qualified}"),
+                dims,
+                spec.dims,
+            )
         })
     }
 
@@ -409,7 +363,7 @@ impl VectorTarget for PgvectorTarget {
                 .await
                 .map_err(|e| {
                     self.identity
-                        .error(format!("preparing the search: {}", message(&e)))
+                        .query_error(format!("preparing the search: {}", message(&e)))
                 })?;
             let binary = spec.variant == Variant::Binary;
             let answered = !search(
@@ -424,13 +378,13 @@ impl VectorTarget for PgvectorTarget {
             .await
             .map_err(|e| {
                 self.identity
-                    .error(format!("the first query failed: {}", message(&e)))
+                    .query_error(format!("the first query failed: {}", message(&e)))
             })?
             .is_empty();
             if !answered {
                 return Err(self
                     .identity
-                    .error("the index returned nothing after the build"));
+                    .query_error("the index returned nothing after the build"));
             }
             Ok(BuildReport {
                 insert_s,
@@ -490,15 +444,14 @@ impl VectorTarget for PgvectorTarget {
             let binary = spec.variant == Variant::Binary;
             for filtered in [false, true] {
                 let sql = format!("EXPLAIN (COSTS OFF) {}", search_sql(spec, filtered));
-                let statement = self
-                    .control
-                    .prepare(&sql)
-                    .await
-                    .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+                let statement =
+                    self.control.prepare(&sql).await.map_err(|e| {
+                        self.identity.query_error(format!("{sql}: {}", message(&e)))
+                    })?;
                 let category = filtered.then_some(crate::dataset::CATEGORY_1PCT);
                 let rows = search(&self.control, &statement, binary, &probe, 10, 64, category)
                     .await
-                    .map_err(|e| self.identity.error(format!("{sql}: {}", message(&e))))?;
+                    .map_err(|e| self.identity.query_error(format!("{sql}: {}", message(&e))))?;
                 let plan: Vec<String> = rows
                     .iter()
                     .map(|r| r.get::<_, String>(0).trim().to_owned())
@@ -550,7 +503,7 @@ impl VectorTarget for PgvectorTarget {
                     })
                 })
             });
-            super::search::open_async(sessions, connect).await
+            crate::session::open_async(sessions, connect).await
         })
     }
 

@@ -25,10 +25,13 @@ use qdrant_client::qdrant::{
     ScalarQuantizationBuilder, SearchParamsBuilder, UpsertPointsBuilder, VectorParamsBuilder,
 };
 
-use super::search::{SearchSession, Searchers, Work};
-use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
+use super::{
+    BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions, host_of,
+    location_of_host,
+};
 use crate::dataset::{Dataset, Metric};
-use crate::workloads::Variant;
+use crate::index::{IndexSpec, Variant};
+use crate::session::{SearchSession, Searchers, Work};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a build may wait for Qdrant's optimizer to index every vector.
@@ -53,16 +56,8 @@ impl QdrantTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
         // qdrant://HOST:PORT names the gRPC port (6334 by default on a Qdrant server).
         let url = spec.url.replacen("qdrant://", "http://", 1);
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "qdrant".into()),
-            kind: "qdrant".into(),
-            url_redacted: spec.url_redacted(),
-        };
-        let connect_error = |message: String| TargetError::Connect {
-            system: identity.name.clone(),
-            url: identity.url_redacted.clone(),
-            message,
-        };
+        let identity = Identity::of(spec, "qdrant");
+        let connect_error = |message: String| identity.connect_error(message);
         let client = client(&url).map_err(connect_error)?;
         client.health_check().await.map_err(|e| {
             connect_error(format!(
@@ -84,7 +79,7 @@ impl QdrantTarget {
             .client
             .collection_exists(name)
             .await
-            .map_err(|e| self.identity.error(e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         if !exists {
             return Ok(None);
         }
@@ -92,7 +87,7 @@ impl QdrantTarget {
             .client
             .collection_info(name)
             .await
-            .map_err(|e| self.identity.error(e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         Ok(info.result)
     }
 
@@ -100,16 +95,16 @@ impl QdrantTarget {
     async fn wait_indexed(&self, name: &str, rows: usize) -> Result<(), TargetError> {
         let began = Instant::now();
         loop {
-            let info = self
-                .info(name)
-                .await?
-                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let info = self.info(name).await?.ok_or_else(|| {
+                self.identity
+                    .query_error(format!("collection {name} is gone"))
+            })?;
             let indexed = info.indexed_vectors_count.unwrap_or(0) as usize;
             if info.status == CollectionStatus::Green as i32 && indexed >= rows {
                 return Ok(());
             }
             if began.elapsed() > INDEXING_WAIT {
-                return Err(self.identity.error(format!(
+                return Err(self.identity.query_error(format!(
                     "{indexed} of {rows} vectors indexed after {}s",
                     INDEXING_WAIT.as_secs()
                 )));
@@ -131,20 +126,21 @@ impl VectorTarget for QdrantTarget {
         &self.identity
     }
 
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let health = self
                 .client
                 .health_check()
                 .await
-                .map_err(|e| self.identity.error(e))?;
+                .map_err(|e| self.identity.query_error(e))?;
+            // gRPC does not say where the server keeps its data.
+            let authority = self.url.split_once("://").map_or("", |(_, r)| r);
+            let host = host_of(authority.trim_end_matches('/'));
             Ok(Description {
                 version: format!("Qdrant {}", health.version),
                 settings: BTreeMap::new(),
+                location: location_of_host(host),
+                data_dir: None,
             })
         })
     }
@@ -167,10 +163,7 @@ impl VectorTarget for QdrantTarget {
             // write collection metadata, so the schema is the mark).
             let ours = info.payload_schema.len() == 1 && info.payload_schema.contains_key(CATEGORY);
             if !ours {
-                return Err(TargetError::Foreign {
-                    system: self.identity.name.clone(),
-                    object: format!("collection {name}"),
-                });
+                return Err(self.identity.foreign(format!("collection {name}")));
             }
             let size = info
                 .config
@@ -181,8 +174,12 @@ impl VectorTarget for QdrantTarget {
                     VectorsConfigKind::Params(p) => Some(p.size as usize),
                     VectorsConfigKind::ParamsMap(_) => None,
                 });
-            self.identity
-                .check_dimensions(format!("collection {name}"), size, spec.dims)
+            check_dimensions(
+                &self.identity,
+                format!("collection {name}"),
+                size,
+                spec.dims,
+            )
         })
     }
 
@@ -200,7 +197,7 @@ impl VectorTarget for QdrantTarget {
                 self.client
                     .delete_collection(name.as_str())
                     .await
-                    .map_err(|e| self.identity.error(e))?;
+                    .map_err(|e| self.identity.query_error(e))?;
             }
             let mut create = CreateCollectionBuilder::new(name.clone())
                 .vectors_config(VectorParamsBuilder::new(
@@ -228,7 +225,7 @@ impl VectorTarget for QdrantTarget {
             self.client
                 .create_collection(create)
                 .await
-                .map_err(|e| self.identity.error(e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             self.client
                 .create_field_index(
                     CreateFieldIndexCollectionBuilder::new(
@@ -239,7 +236,7 @@ impl VectorTarget for QdrantTarget {
                     .wait(true),
                 )
                 .await
-                .map_err(|e| self.identity.error(e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             let began = Instant::now();
             for start in (0..data.rows()).step_by(batch.max(1)) {
                 let end = (start + batch.max(1)).min(data.rows());
@@ -255,7 +252,7 @@ impl VectorTarget for QdrantTarget {
                 self.client
                     .upsert_points(UpsertPointsBuilder::new(name.clone(), points).wait(true))
                     .await
-                    .map_err(|e| self.identity.error(e))?;
+                    .map_err(|e| self.identity.query_error(e))?;
                 done.fetch_add((end - start) as u64, Ordering::Relaxed);
             }
             let insert_s = began.elapsed().as_secs_f64();
@@ -275,10 +272,10 @@ impl VectorTarget for QdrantTarget {
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
             let name = spec.collection();
-            let info = self
-                .info(&name)
-                .await?
-                .ok_or_else(|| self.identity.error(format!("collection {name} is gone")))?;
+            let info = self.info(&name).await?.ok_or_else(|| {
+                self.identity
+                    .query_error(format!("collection {name} is gone"))
+            })?;
             let mut out = BTreeMap::new();
             let config = info.config.clone().unwrap_or_default();
             if let Some(hnsw) = &config.hnsw_config {
@@ -341,7 +338,7 @@ impl VectorTarget for QdrantTarget {
                     })
                 })
             });
-            super::search::open_async(sessions, connect).await
+            crate::session::open_async(sessions, connect).await
         })
     }
 
@@ -351,7 +348,7 @@ impl VectorTarget for QdrantTarget {
             self.client
                 .delete_collection(spec.collection())
                 .await
-                .map_err(|e| self.identity.error(e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             Ok(())
         })
     }

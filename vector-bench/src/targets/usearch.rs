@@ -10,12 +10,13 @@ use std::time::Instant;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::results::Location;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind, b1x8};
 
-use super::search::{BlockingSearchSession, Searchers, Work};
-use super::{BuildReport, Description, Identity, IndexSpec, TargetError, VectorTarget};
-use crate::dataset::Metric;
-use crate::workloads::Variant;
+use super::{BuildReport, Description, Identity, TargetError, VectorTarget};
+use crate::dataset::{Dataset, Metric};
+use crate::index::{IndexSpec, Variant};
+use crate::session::{BlockingSearchSession, Searchers, Work};
 
 /// Search contexts reserved in the index: searches beyond this many at once would wait.
 const SEARCH_CONTEXTS: usize = 256;
@@ -42,11 +43,7 @@ pub fn sign_bits(vector: &[f32], out: &mut Vec<u8>) {
 impl UsearchTarget {
     pub fn open(spec: &TargetSpec) -> UsearchTarget {
         UsearchTarget {
-            identity: Identity {
-                name: spec.name.clone().unwrap_or_else(|| "usearch".into()),
-                kind: "usearch".into(),
-                url_redacted: spec.url_redacted(),
-            },
+            identity: Identity::of(spec, "usearch"),
             index: None,
             categories: None,
             binary: false,
@@ -88,10 +85,6 @@ impl VectorTarget for UsearchTarget {
         &self.identity
     }
 
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let mut settings = BTreeMap::new();
@@ -100,9 +93,12 @@ impl VectorTarget for UsearchTarget {
                 usearch::hardware_acceleration_available(),
             );
             settings.insert("in_process".into(), "true".into());
+            // The index lives in this process: there is no server, disk or host of its own.
             Ok(Description {
                 version: format!("usearch {}", usearch::version()),
                 settings,
+                location: Location::Embedded,
+                data_dir: None,
             })
         })
     }
@@ -126,23 +122,24 @@ impl VectorTarget for UsearchTarget {
     fn build<'a>(
         &'a mut self,
         spec: &'a IndexSpec,
-        data: &'a Arc<crate::dataset::Dataset>,
+        data: &'a Arc<Dataset>,
         _batch: usize,
         done: &'a AtomicU64,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.index = None;
-            let index = Index::new(&Self::options(spec)).map_err(|e| self.identity.error(e))?;
+            let index =
+                Index::new(&Self::options(spec)).map_err(|e| self.identity.query_error(e))?;
             let threads = cores();
             index
                 .reserve_capacity_and_threads(data.rows(), SEARCH_CONTEXTS.max(threads))
-                .map_err(|e| self.identity.error(e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             let began = Instant::now();
             let binary = spec.variant == Variant::Binary;
             let failure =
                 tokio::task::block_in_place(|| add_all(&index, data, binary, threads, done));
             if let Some(message) = failure {
-                return Err(self.identity.error(message));
+                return Err(self.identity.query_error(message));
             }
             let insert_s = began.elapsed().as_secs_f64();
             let mut bits = Vec::new();
@@ -152,11 +149,11 @@ impl VectorTarget for UsearchTarget {
             } else {
                 index.search(data.query(0), 1)
             }
-            .map_err(|e| self.identity.error(e))?;
+            .map_err(|e| self.identity.query_error(e))?;
             if probe.keys.is_empty() {
                 return Err(self
                     .identity
-                    .error("the index returned nothing after every row was added"));
+                    .query_error("the index returned nothing after every row was added"));
             }
             let build_s = began.elapsed().as_secs_f64();
             let index_bytes = Some(index.memory_usage() as u64);
@@ -182,7 +179,7 @@ impl VectorTarget for UsearchTarget {
             let index = self
                 .index
                 .as_ref()
-                .ok_or_else(|| self.identity.error("no index built"))?;
+                .ok_or_else(|| self.identity.query_error("no index built"))?;
             let mut out = BTreeMap::new();
             out.insert("m".into(), index.connectivity().to_string());
             out.insert("ef_construction".into(), index.expansion_add().to_string());
@@ -207,7 +204,7 @@ impl VectorTarget for UsearchTarget {
         Box::pin(async move {
             let (Some(index), Some(categories)) = (self.index.clone(), self.categories.clone())
             else {
-                return Err(self.identity.error("no index built"));
+                return Err(self.identity.query_error("no index built"));
             };
             let binary = self.binary;
             let connect: Connector<UsearchSession> = Arc::new(move || {
@@ -218,7 +215,7 @@ impl VectorTarget for UsearchTarget {
                 };
                 Box::pin(async move { Ok(session) })
             });
-            super::search::open_blocking(sessions, connect).await
+            crate::session::open_blocking(sessions, connect).await
         })
     }
 
@@ -235,7 +232,7 @@ impl VectorTarget for UsearchTarget {
 /// Adds every row on `threads` threads, each a contiguous range; returns the first failure.
 fn add_all(
     index: &Index,
-    data: &crate::dataset::Dataset,
+    data: &Dataset,
     binary: bool,
     threads: usize,
     done: &AtomicU64,

@@ -1,39 +1,19 @@
-//! The sweep's axes: index variants (full precision, scalar, binary) and query families
-//! (unfiltered, filtered to 10% or 1% of the rows). A workload never names a concrete system.
+//! The sweep's axes: index variants (full precision, scalar, binary; [`crate::index`]) and
+//! query families (unfiltered, filtered to 10% or 1% of the rows), each measured at every ef in
+//! interleaved rounds. A workload never names a concrete system and sees a system only through
+//! [`crate::session::Searchers`].
 
 pub mod groundtruth;
-pub mod plan;
 pub mod point;
 pub mod sweep;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dataset::{CATEGORY_1PCT, CATEGORY_10PCT};
-
-/// How the index stores vectors.
-#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Variant {
-    /// Full-precision f32 vectors.
-    F32,
-    /// Scalar quantization to 8-bit integers (rescored with full vectors where offered).
-    Int8,
-    /// Binary quantization, one bit per dimension (rescored with full vectors where offered).
-    Binary,
-}
-
-impl Variant {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Variant::F32 => "f32",
-            Variant::Int8 => "int8",
-            Variant::Binary => "binary",
-        }
-    }
-}
+use crate::index::Variant;
 
 /// Which rows a query may return.
-#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterMode {
     /// Every row.
     #[value(name = "none")]

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::dataset::Dataset;
 use crate::recall::{self, Score};
-use crate::targets::Pass;
+use crate::session::Pass;
 use crate::truth::Truth;
 
 use super::Family;

@@ -7,18 +7,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use clap::Parser;
 use vector_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{lock_servers, server_url};
+pub use common::testing::{assert_matches_schema, cell, lock_servers, read_json, server_url};
 
 /// Runs `vector-bench ARGS…` in-process.
 pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    let mut argv = vec!["vector-bench"];
-    argv.extend_from_slice(args);
-    let opts = Opts::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    vector_bench::run_with_interrupt(opts, Arc::new(AtomicBool::new(false)))
+    let interrupt = Arc::new(AtomicBool::new(false));
+    common::testing::run_args::<Opts>(
+        "vector-bench",
+        args,
+        interrupt,
+        vector_bench::run_with_interrupt,
+    )
 }
 
 /// A small, quick sweep: a few thousand × 32, short windows, two measured rounds.
@@ -43,44 +45,15 @@ pub const QUICK: &[&str] = &[
     "4",
 ];
 
-/// `--output DIR --cache-dir CACHE --quiet`, the quick settings, then `extra` (which overrides them).
+/// `--cache-dir CACHE --output DIR --quiet`, the quick settings, then `extra` (which overrides
+/// them).
 pub fn args<'a>(output: &'a Path, cache: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec![
-        "--output",
-        output.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--quiet",
-    ];
-    for pair in QUICK.chunks(2) {
-        if !extra.contains(&pair[0]) {
-            all.extend_from_slice(pair);
-        }
-    }
-    all.extend_from_slice(extra);
-    all
+    let prefix = ["--cache-dir", cache.to_str().expect("a UTF-8 path")];
+    common::testing::quick_args(&prefix, output, QUICK, extra)
 }
 
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-pub fn read_json(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json exists");
-    serde_json::from_str(&text).expect("results.json parses")
-}
-
-/// The cell of `workload` on `system`.
-pub fn cell<'a>(
-    report: &'a common::results::Report,
-    workload: &str,
-    system: &str,
-) -> &'a common::results::Cell {
-    report
-        .cells
-        .iter()
-        .find(|c| c.workload == workload && c.system == system)
-        .unwrap_or_else(|| panic!("no cell {workload} × {system}"))
 }
 
 pub fn recall(cell: &common::results::Cell) -> f64 {

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use common::options::TargetSpec;
+use common::procstat::{ServerPid, rss_of};
 
-use super::{Family, FilterMode, Variant};
-use crate::Opts;
 use crate::dataset::{DataPlan, Dataset};
+use crate::index::{IndexSpec, Variant};
+use crate::opts::Opts;
 use crate::targets::DEFAULT_TARGET;
+use crate::workloads::{Family, FilterMode};
 
 /// The most rows × dimensions a run will hold in memory (4 bytes each): 8 GiB.
 const MAX_VALUES: u64 = 2 << 30;
@@ -28,7 +30,7 @@ pub struct Plan {
     pub ef_construction: usize,
     pub batch: usize,
     pub namespace: String,
-    pub server_pids: Vec<(String, u32)>,
+    pub server_pids: Vec<ServerPid>,
     pub cache_dir: PathBuf,
 }
 
@@ -44,6 +46,19 @@ impl Plan {
                 })
             })
             .collect()
+    }
+
+    /// The index of `variant` over `data`, as every target builds it.
+    pub fn spec(&self, data: &Dataset, variant: Variant) -> IndexSpec {
+        IndexSpec {
+            namespace: self.namespace.clone(),
+            variant,
+            dims: data.dims,
+            metric: data.metric,
+            m: self.m,
+            ef_construction: self.ef_construction,
+            rows: data.rows(),
+        }
     }
 }
 
@@ -88,16 +103,11 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
     if opts.query_file.is_some() && opts.data == "generated" {
         bail!("--query-file needs a TEXMEX base file in --data");
     }
-    let server_pids = opts
-        .server_pids
-        .iter()
-        .map(|s| crate::memory::parse_server_pid(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(anyhow::Error::msg)?;
     let mut targets = opts.common.targets.clone();
     if targets.is_empty() {
         targets.push(TargetSpec::parse(DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
     }
+    check_server_pids(&opts.server_pids, targets.len())?;
     Ok(Plan {
         data: DataPlan {
             data: opts.data.clone(),
@@ -119,7 +129,7 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
         ef_construction: opts.ef_construction as usize,
         batch: opts.batch as usize,
         namespace: opts.namespace.clone(),
-        server_pids,
+        server_pids: opts.server_pids.clone(),
         cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
     })
 }
@@ -136,6 +146,28 @@ pub fn check_data(plan: &Plan, data: &Dataset) -> anyhow::Result<()> {
     }
     if data.query_count() == 0 {
         bail!("{} has no queries", data.description);
+    }
+    Ok(())
+}
+
+/// Every `--server-pid` names a process running here, and says whose it is when there are
+/// several targets.
+fn check_server_pids(pids: &[ServerPid], targets: usize) -> anyhow::Result<()> {
+    for server in pids {
+        let text = match &server.name {
+            Some(name) => format!("{name}={}", server.pid),
+            None if targets > 1 => bail!(
+                "--server-pid {} does not say which of the {targets} targets it belongs to; write it as NAME=PID",
+                server.pid
+            ),
+            None => server.pid.to_string(),
+        };
+        if rss_of(server.pid).is_none() {
+            bail!(
+                "--server-pid `{text}`: no process {} is running here",
+                server.pid
+            );
+        }
     }
     Ok(())
 }

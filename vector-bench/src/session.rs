@@ -1,6 +1,7 @@
-//! The measured searches, shared by every target: a session searches one query; a pass runs
-//! every query once on one session (latency at concurrency 1, answers kept for recall); a window
-//! runs N sessions flat out for a duration (QPS). Targets only provide the session.
+//! The measured path, below both targets and workloads and importing neither: a session
+//! searches one query; a pass runs every query once on one session (latency at concurrency 1,
+//! answers kept for recall); a window runs N sessions flat out for a duration (QPS). Targets
+//! provide the session; the sweep sees only [`Searchers`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use std::time::Instant;
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::pool::{BoxFuture, Connector, Pool};
 use common::recorder::Recorder;
+use common::target::TargetError;
 use common::window::{WindowOutcome, WindowPlan};
 
-use super::TargetError;
 use crate::dataset::Dataset;
 
 /// One sweep point: what every search of it asks.

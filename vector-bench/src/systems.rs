@@ -1,0 +1,312 @@
+//! The systems of a run: each target opened, described and named, its namespace checked before
+//! anything is written; then, per variant, its index built, read back and checked against what
+//! was asked, its search sessions opened, and the index dropped once its points are measured.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use common::human::{format_rate, format_thousands};
+use common::options::TargetSpec;
+use common::procstat::{ServerPid, own_rss, tree_rss_bytes};
+use common::progress::Progress;
+use common::results::{Cell, Location, Status, SystemInfo};
+use common::run::Recording;
+use serde_json::{Value, json};
+
+use crate::dataset::Dataset;
+use crate::index::IndexSpec;
+use crate::plan::Plan;
+use crate::session::Searchers;
+use crate::targets::{self, BuildReport, VectorTarget};
+use crate::workloads::Family;
+use crate::workloads::sweep::Lane;
+
+/// One system as the run sees it.
+pub struct System {
+    pub target: Box<dyn VectorTarget>,
+    pub info: SystemInfo,
+    /// Open while the current variant's index is measured.
+    pub searchers: Option<Box<dyn Searchers>>,
+}
+
+impl System {
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+}
+
+/// Opens every target and reads what it reports about itself; checks the names. Returns the
+/// systems and the reference.
+pub async fn connect_all(
+    specs: &[TargetSpec],
+    reference: Option<&str>,
+) -> anyhow::Result<(Vec<System>, String)> {
+    let mut systems = Vec::new();
+    for spec in specs {
+        let mut target = targets::open(spec).await?;
+        let description = target.describe().await?;
+        let identity = target.identity();
+        let info = SystemInfo {
+            name: identity.name.clone(),
+            kind: identity.kind.clone(),
+            url_redacted: identity.url_redacted.clone(),
+            version: description.version,
+            verified: description.settings,
+            location: description.location,
+            data_dir: description.data_dir.map(|d| d.display().to_string()),
+            ..SystemInfo::default()
+        };
+        systems.push(System {
+            target,
+            info,
+            searchers: None,
+        });
+    }
+    let (names, urls): (Vec<String>, Vec<String>) = systems
+        .iter()
+        .map(|s| (s.info.name.clone(), s.info.url_redacted.clone()))
+        .unzip();
+    let reference = common::run::check_names(&names, &urls, reference, "--target")?;
+    Ok((systems, reference))
+}
+
+/// Checks every namespace each system will write, before anything is written.
+pub async fn check_namespaces(
+    systems: &mut [System],
+    plan: &Plan,
+    data: &Dataset,
+) -> anyhow::Result<()> {
+    for system in systems {
+        for variant in &plan.variants {
+            if system.target.offer(*variant).is_ok() {
+                system.target.check(&plan.spec(data, *variant)).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The systems as the sweep sees them: a name and, while an index is open, its sessions.
+pub fn lanes(systems: &mut [System]) -> Vec<Lane<'_>> {
+    systems
+        .iter_mut()
+        .map(|s| Lane {
+            name: &s.info.name,
+            searchers: &mut s.searchers,
+        })
+        .collect()
+}
+
+/// Builds `spec` on every system, one after the other, each build recorded as it ends.
+pub async fn build_all(
+    systems: &mut [System],
+    plan: &Plan,
+    spec: &IndexSpec,
+    data: &Arc<Dataset>,
+    connections: usize,
+    run: &mut Recording,
+) -> anyhow::Result<()> {
+    let context = Build {
+        plan,
+        spec,
+        data,
+        connections,
+        systems: systems.len(),
+    };
+    for system in systems.iter_mut() {
+        let (entry, problem) = context.one(system, run.progress()).await;
+        record_build(run, system, plan, spec, entry, problem);
+        run.save()?;
+    }
+    Ok(())
+}
+
+/// What one build needs besides the system.
+struct Build<'a> {
+    plan: &'a Plan,
+    spec: &'a IndexSpec,
+    data: &'a Arc<Dataset>,
+    connections: usize,
+    systems: usize,
+}
+
+impl Build<'_> {
+    /// Builds the index on one system, verifies it and opens its search sessions; returns the
+    /// build's entry and, when the system measures nothing of this variant, why.
+    async fn one(
+        &self,
+        system: &mut System,
+        progress: &Progress,
+    ) -> (Value, Option<(Status, String)>) {
+        let spec = self.spec;
+        let name = system.name().to_owned();
+        let offer = system.target.offer(spec.variant);
+        let mut entry = json!({
+            "system": name,
+            "variant": spec.variant,
+            "offered": offer.as_ref().ok(),
+        });
+        if let Err(why) = offer {
+            return (
+                entry,
+                Some((Status::Refused, format!("not offered: {why}"))),
+            );
+        }
+        progress.line(format!(
+            "{name}: building the {} index ({} rows)…",
+            spec.variant.as_str(),
+            format_thousands(spec.rows as f64)
+        ));
+        let rss_before = own_rss().map(|r| r.current_bytes);
+        let done = AtomicU64::new(0);
+        let build = match system
+            .target
+            .build(spec, self.data, self.plan.batch, &done)
+            .await
+        {
+            Ok(build) => build,
+            Err(e) => {
+                let reason = format!("building the index failed: {e}");
+                return (entry, Some((Status::Error, reason)));
+            }
+        };
+        self.describe_build(system, &build, rss_before, &mut entry, progress);
+        let problem = self.verify_and_open(system, &mut entry).await;
+        (entry, problem)
+    }
+
+    /// The build's times, rates and memory, in its entry and on the progress line.
+    fn describe_build(
+        &self,
+        system: &System,
+        build: &BuildReport,
+        rss_before: Option<u64>,
+        entry: &mut Value,
+        progress: &Progress,
+    ) {
+        let rows_per_s = self.spec.rows as f64 / build.insert_s.max(1e-9);
+        progress.line(format!(
+            "{}: {} index built in {:.1}s (insert {:.1}s, {} rows/s)",
+            system.name(),
+            self.spec.variant.as_str(),
+            build.build_s,
+            build.insert_s,
+            format_rate(rows_per_s)
+        ));
+        entry["build"] = json!(build);
+        entry["insert_rows_per_s"] = json!(rows_per_s);
+        // An embedded index is this process's memory: what the build added is its cost.
+        if system.info.location == Location::Embedded {
+            let after = own_rss().map(|r| r.current_bytes);
+            entry["process_rss_growth_bytes"] =
+                json!(after.zip(rss_before).map(|(a, b)| a.saturating_sub(b)));
+        }
+        if let Some(server) = ServerPid::find(&self.plan.server_pids, system.name(), self.systems) {
+            entry["server_rss_bytes"] = json!(tree_rss_bytes(server.pid));
+        }
+    }
+
+    /// Reads the index back and checks it was built as asked; opens the search sessions.
+    async fn verify_and_open(
+        &self,
+        system: &mut System,
+        entry: &mut Value,
+    ) -> Option<(Status, String)> {
+        let (plan, spec) = (self.plan, self.spec);
+        let verified = match system.target.verify(spec).await {
+            Ok(v) => v,
+            Err(e) => return Some((Status::Error, format!("reading the index back failed: {e}"))),
+        };
+        entry["verified"] = json!(verified);
+        for (key, wanted) in [
+            ("m", plan.m.to_string()),
+            ("ef_construction", plan.ef_construction.to_string()),
+            ("rows", spec.rows.to_string()),
+        ] {
+            if let Some(found) = verified.get(key)
+                && *found != wanted
+            {
+                return Some((
+                    Status::Invalid,
+                    format!("the index reports {key} = {found}, asked for {wanted}"),
+                ));
+            }
+        }
+        for (key, value) in &verified {
+            system
+                .info
+                .verified
+                .insert(format!("{}.{key}", spec.variant.as_str()), value.clone());
+        }
+        match system.target.searchers(spec, self.connections).await {
+            Ok(searchers) => {
+                system.searchers = Some(searchers);
+                None
+            }
+            Err(e) => Some((
+                Status::Error,
+                format!("opening search sessions failed: {e}"),
+            )),
+        }
+    }
+}
+
+/// Puts one build into the report: its entry under `extra.builds`, the settings read back
+/// into the system's evidence, and for a system that measures nothing of this variant, a cell
+/// with the reason at every point.
+fn record_build(
+    run: &mut Recording,
+    system: &System,
+    plan: &Plan,
+    spec: &IndexSpec,
+    mut entry: Value,
+    problem: Option<(Status, String)>,
+) {
+    let name = system.name();
+    if let Some((status, reason)) = &problem {
+        entry["problem"] = json!(reason);
+        run.progress()
+            .line(format!("{name}: {} — {reason}", spec.variant.as_str()));
+        for filter in &plan.filters {
+            let family = Family {
+                variant: spec.variant,
+                filter: *filter,
+            };
+            for ef in &plan.efs {
+                run.report.upsert_cell(Cell::unmeasured(
+                    &family.workload(*ef),
+                    name,
+                    "queries/s",
+                    *status,
+                    reason,
+                ));
+            }
+        }
+    }
+    let report = &mut run.report;
+    if let Some(builds) = report.extra.get_mut("builds").and_then(Value::as_array_mut) {
+        builds.push(entry);
+    }
+    if let Some(info) = report.systems.iter_mut().find(|s| s.name == name) {
+        info.verified.clone_from(&system.info.verified);
+    }
+}
+
+/// Closes every system's sessions on `spec` and drops fairbench's index, unless asked to keep
+/// it; a failure to drop is a note, not an error.
+pub async fn drop_all(
+    systems: &mut [System],
+    spec: &IndexSpec,
+    keep_data: bool,
+    notes: &mut Vec<String>,
+) {
+    for system in systems {
+        system.searchers = None;
+        if !keep_data
+            && system.target.offer(spec.variant).is_ok()
+            && let Err(e) = system.target.drop_index(spec).await
+        {
+            notes.push(format!("cleaning up failed: {e}"));
+        }
+    }
+}
