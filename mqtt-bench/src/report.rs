@@ -1,12 +1,29 @@
-//! mqtt-bench's tables, pure functions of a [`Report`]: the seed's table (scenario rows, one
+//! mqtt-bench's report, pure functions of a [`Report`]: the seed's table (scenario rows, one
 //! column per broker, the ratio against the reference), the QoS 0 sweep, the delivery ledger
-//! (lost, duplicated, out of order) and what each broker cost in CPU and memory.
+//! (lost, duplicated, out of order) and what each broker cost in CPU and memory, as the
+//! terminal summary and `report.md` ([`MqttReport`]); the notes every run carries.
 
+use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
 use common::report::{Table, problems, verdicts};
 use common::results::{Cell, Report, Status, SystemInfo, VerdictKind};
 
-use crate::Opts;
+use crate::opts::Opts;
+
+/// How mqtt-bench's report is rendered: its own terminal summary and `report.md`; the verdicts
+/// and the charts are the shared ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MqttReport;
+
+impl ToolReport for MqttReport {
+    fn terminal(&self, report: &Report) -> String {
+        render(report)
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        render_markdown(report)
+    }
+}
 
 fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
     report

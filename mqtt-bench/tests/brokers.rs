@@ -3,6 +3,7 @@
 
 mod support;
 
+use common::exit::Exit;
 use common::results::{Cell, Report, Status};
 use support::*;
 
@@ -180,7 +181,11 @@ fn rabbitmq_and_mochi_are_measured_and_rabbitmq_downgrading_qos2_is_an_error() {
         extra.extend(["--broker", mochi.as_str()]);
     }
     let summary = run(&args(dir.path(), &extra)).unwrap();
-    assert_eq!(summary.exit_code, 1, "RabbitMQ's QoS 2 cell is not ok");
+    assert_eq!(
+        summary.exit,
+        Exit::NotAllOk,
+        "RabbitMQ's QoS 2 cell is not ok"
+    );
     let report = &summary.report;
     let find = |w: &str, s: &str| {
         report
@@ -247,5 +252,5 @@ fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
     let reason = cell.reason.as_deref().unwrap();
     assert!(reason.contains("QoS 1 messages lost"), "{reason}");
     assert!(cell.usable_throughput().is_none());
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use common::exit::Exit;
 use common::results::Status;
 use support::*;
 
@@ -130,7 +131,7 @@ fn a_broker_killed_mid_run_yields_an_error_cell_and_a_written_report() {
         .join()
         .unwrap()
         .expect("the run finishes and reports");
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let failed: Vec<_> = summary
         .report
         .cells
