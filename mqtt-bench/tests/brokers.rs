@@ -138,8 +138,16 @@ fn every_scenario_runs_against_mosquitto_and_the_embedded_broker_interleaved() {
     assert_eq!(mosq.verified["config:persistence"], "false");
     let embedded = &report.systems[1];
     assert_eq!(embedded.labels, ["embedded", "colocated"]);
+    assert_matches_schema(&out);
     let json = read_json(&out);
     assert_eq!(json["tool"], "mqtt-bench");
+    assert_eq!(json["systems"][0]["location"], "local");
+    assert_eq!(json["systems"][1]["location"], "embedded");
+    assert!(
+        json["environment"]["durable_write_floor_ns"]
+            .as_u64()
+            .is_some()
+    );
     assert_eq!(json["options"]["payload_bytes"], 64);
     assert_eq!(json["options"]["targets"][0], mosquitto.as_str());
     assert_eq!(json["extra"]["client"]["inflight"], 64);
@@ -186,6 +194,7 @@ fn rabbitmq_and_mochi_are_measured_and_rabbitmq_downgrading_qos2_is_an_error() {
         Exit::NotAllOk,
         "RabbitMQ's QoS 2 cell is not ok"
     );
+    assert_matches_schema(dir.path());
     let report = &summary.report;
     let find = |w: &str, s: &str| {
         report
@@ -253,4 +262,5 @@ fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
     assert!(reason.contains("QoS 1 messages lost"), "{reason}");
     assert!(cell.usable_throughput().is_none());
     assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(dir.path());
 }
