@@ -372,13 +372,11 @@ pub fn render_markdown(report: &Report) -> String {
     markdown_frame(report, &shared_tables(report), "")
 }
 
-/// A `report.md`: the title, run and method, `tables`, the cells without a figure, the
-/// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
-/// Every tool's report has this frame.
-pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
-    let mut out = format!("# {}\n\n", title(report));
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
+/// Which run a report is (its id, start and finish, the tool, its version and commit): the
+/// line under every `report.md` title.
+pub fn run_line(report: &Report) -> String {
+    format!(
+        "Run `{}`, started {}{}; {} {} (commit {}).",
         report.run_id,
         report.started_at,
         report
@@ -388,6 +386,17 @@ pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
         report.tool,
         report.tool_version,
         report.git_commit.as_deref().unwrap_or("unknown"),
+    )
+}
+
+/// A `report.md`: the title, run and method, `tables`, the cells without a figure, the
+/// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
+/// Every tool's report has this frame.
+pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
+    let mut out = format!("# {}\n\n", title(report));
+    out.push_str(&format!(
+        "{}\n\n{}\n\n",
+        run_line(report),
         method_line(report)
     ));
     for (i, table) in tables.iter().enumerate() {
