@@ -11,7 +11,7 @@ pub use table::Table;
 use std::time::Duration;
 
 use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
-use crate::results::{Cell, Report, Status, SystemInfo, Verdict, VerdictKind};
+use crate::results::{Cell, Report, Status, SystemInfo, Throughput, Verdict, VerdictKind};
 
 /// Compares every `ok` cell with the reference system's cell of the same workload. The verdict
 /// is parity when the two round-to-round ranges overlap (the noise band, DESIGN rule 11); it needs
@@ -111,6 +111,21 @@ pub fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> T
     }
 }
 
+/// A throughput as the seeds' tables print it: the median, with the round range (min–max)
+/// when there was more than one round.
+pub fn median_and_range(t: &Throughput) -> String {
+    if t.rounds.len() > 1 {
+        format!(
+            "{} ({}–{})",
+            format_rate(t.median),
+            format_rate(t.min),
+            format_rate(t.max)
+        )
+    } else {
+        format_rate(t.median)
+    }
+}
+
 /// The seed's main table: median throughput per workload and system, with the round spread.
 pub fn throughput_table(report: &Report) -> Table {
     let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
@@ -128,13 +143,7 @@ pub fn throughput_table(report: &Report) -> Table {
         format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
     };
     let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
-        Some(t) if t.rounds.len() > 1 => format!(
-            "{} ({}–{})",
-            format_rate(t.median),
-            format_rate(t.min),
-            format_rate(t.max)
-        ),
-        Some(t) => format_rate(t.median),
+        Some(t) => median_and_range(t),
         None => cell.status.as_str().to_owned(),
     });
     if mixed_units {
