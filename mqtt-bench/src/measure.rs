@@ -134,7 +134,8 @@ impl Windows<'_> {
     /// what went wrong in it), with a line on `progress`.
     pub async fn round(
         &mut self,
-        (row, broker): (&Row, &Broker),
+        row: &Row,
+        broker: &Broker,
         round: Round,
         slot: &mut Slot,
         progress: &Progress,

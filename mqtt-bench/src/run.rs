@@ -72,8 +72,10 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
         if !slot.is_live() {
             continue;
         }
-        let pair = (&rows[step.workload], &brokers[step.system]);
-        windows.round(pair, step.round, slot, run.progress()).await;
+        let (row, broker) = (&rows[step.workload], &brokers[step.system]);
+        windows
+            .round(row, broker, step.round, slot, run.progress())
+            .await;
         run.record(slot.cell())?;
     }
     run.report

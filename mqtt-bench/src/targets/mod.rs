@@ -25,7 +25,7 @@ use crate::session::{self, Link};
 
 /// The kinds a broker reached at `mqtt://` is asked to be, in this order: the first that
 /// recognises it describes it. The generic MQTT 3.1.1 broker, last, is any broker.
-const KINDS: [&dyn BrokerKind; 4] = [
+pub const KINDS: [&dyn BrokerKind; 4] = [
     &mosquitto::Mosquitto,
     &mochi::Mochi,
     &rabbitmq::RabbitMq,
