@@ -1,12 +1,14 @@
-//! mqtt-bench's tables, pure functions of a [`Report`]: the seed's table (scenario rows, one
+//! mqtt-bench's report, pure functions of a [`Report`]: the seed's table (scenario rows, one
 //! column per broker, the ratio against the reference), the QoS 0 sweep, the delivery ledger
-//! (lost, duplicated, out of order) and what each broker cost in CPU and memory.
+//! (lost, duplicated, out of order) and what each broker cost in CPU and memory, as the
+//! terminal summary and `report.md` ([`MqttReport`]); the notes every run carries.
 
+use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
-use common::report::{Table, problems, verdicts};
+use common::report::{Table, median_and_range, problems, run_line, verdicts};
 use common::results::{Cell, Report, Status, SystemInfo, VerdictKind};
 
-use crate::Opts;
+use crate::opts::Opts;
 
 fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
     report
@@ -60,16 +62,8 @@ fn headline(cell: &Cell) -> String {
             )
         });
     }
-    match cell.usable_throughput() {
-        Some(t) if t.rounds.len() > 1 => format!(
-            "{} ({}–{})",
-            format_rate(t.median),
-            format_rate(t.min),
-            format_rate(t.max)
-        ),
-        Some(t) => format_rate(t.median),
-        None => "–".into(),
-    }
+    cell.usable_throughput()
+        .map_or("–".into(), median_and_range)
 }
 
 /// The seed's table: scenario rows, one column per broker, and each broker's ratio against the
@@ -280,78 +274,71 @@ fn title(report: &Report) -> String {
     format!("{} · {}", report.tool, report.section)
 }
 
-/// The terminal summary printed at the end of a run.
-pub fn render(report: &Report) -> String {
-    let mut out = format!("\n{}\n\n", title(report));
-    for table in tables(report) {
-        out.push_str(&table.to_text());
-        out.push('\n');
-    }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("Cells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-        out.push('\n');
-    }
-    for line in footer(report) {
-        out.push_str(&format!("{line}\n"));
-    }
-    for note in &report.notes {
-        out.push_str(&format!("note: {note}\n"));
-    }
-    out
+/// Each of `lines` on a line of its own after `prefix`.
+fn lines<T: std::fmt::Display>(prefix: &str, lines: impl IntoIterator<Item = T>) -> String {
+    lines
+        .into_iter()
+        .map(|line| format!("{prefix}{line}\n"))
+        .collect()
 }
 
-/// `report.md`: the same tables, the brokers' evidence, the environment and the notes.
-pub fn render_markdown(report: &Report) -> String {
-    let mut out = format!("# {}\n\n", title(report));
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n",
-        report.run_id,
-        report.started_at,
-        report
-            .finished_at
-            .as_deref()
-            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
-        report.tool,
-        report.tool_version,
-        report.git_commit.as_deref().unwrap_or("unknown"),
-    ));
-    for table in tables(report) {
-        out.push_str(&table.to_markdown());
-        out.push('\n');
+/// `heading`, then each of `items` after `bullet`, then a blank line; nothing without items.
+fn block(heading: &str, bullet: &str, items: &[String]) -> String {
+    if items.is_empty() {
+        return String::new();
     }
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
-        out.push('\n');
+    format!("{heading}{}\n", lines(bullet, items))
+}
+
+/// How mqtt-bench's report is rendered: its own terminal summary and `report.md`; the verdicts
+/// and the charts are the shared ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MqttReport;
+
+impl ToolReport for MqttReport {
+    /// The terminal summary printed at the end of a run.
+    fn terminal(&self, report: &Report) -> String {
+        let tables: String = tables(report)
+            .iter()
+            .map(|t| format!("{}\n", t.to_text()))
+            .collect();
+        format!(
+            "\n{}\n\n{tables}{}{}{}",
+            title(report),
+            block("Cells without a figure:\n", "  ", &problems(report)),
+            lines("", footer(report)),
+            lines("note: ", &report.notes)
+        )
     }
-    out.push_str("**Brokers (as each described itself)**\n\n");
-    for s in &report.systems {
-        let verified: Vec<String> = s.verified.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        out.push_str(&format!(
-            "- {}: {} — {}\n",
-            s.name,
-            s.version,
-            verified.join(", ")
-        ));
+
+    /// `report.md`: the same tables, the brokers' evidence, the environment and the notes.
+    fn markdown(&self, report: &Report) -> String {
+        let tables: String = tables(report)
+            .iter()
+            .map(|t| format!("{}\n", t.to_markdown()))
+            .collect();
+        let brokers = report.systems.iter().map(|s| {
+            let verified: Vec<String> =
+                s.verified.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{}: {} — {}", s.name, s.version, verified.join(", "))
+        });
+        let notes = if report.notes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n**What this run does not establish, and other notes**\n\n{}",
+                lines("- ", &report.notes)
+            )
+        };
+        format!(
+            "# {}\n\n{}\n\n{tables}{}**Brokers (as each described itself)**\n\n{}\n**Environment**\n\n{}{notes}",
+            title(report),
+            run_line(report),
+            block("**Cells without a figure**\n\n", "- ", &problems(report)),
+            lines("- ", brokers),
+            lines("- ", footer(report)),
+        )
     }
-    out.push_str("\n**Environment**\n\n");
-    for line in footer(report) {
-        out.push_str(&format!("- {line}\n"));
-    }
-    if !report.notes.is_empty() {
-        out.push_str("\n**What this run does not establish, and other notes**\n\n");
-        for note in &report.notes {
-            out.push_str(&format!("- {note}\n"));
-        }
-    }
-    out
 }
 
 /// What a reader must know about how the figures were made.
@@ -428,54 +415,42 @@ mod tests {
         let mut lossy = cell("qos1 acked publish, 64 in flight", "embedded", &[]);
         lossy.status = Status::Error;
         lossy.reason = Some("round 1: 3 QoS 1 messages lost".into());
-        Report {
-            schema_version: 1,
-            tool: "mqtt-bench".into(),
-            tool_version: "0.1.0".into(),
-            git_commit: None,
-            suite: "brokers".into(),
-            section: "64-byte payloads".into(),
-            run_id: "r".into(),
-            reference: Some("mosquitto".into()),
-            started_at: "2026-11-30T00:00:00Z".into(),
-            finished_at: None,
-            options: json!({"rounds": 2}),
-            environment: Environment::default(),
-            data: None,
-            systems: vec![
-                system("mosquitto", &[]),
-                system("embedded", &["embedded", "colocated"]),
-            ],
-            cells: vec![
-                cell(
-                    "qos1 acked publish, 64 in flight",
-                    "mosquitto",
-                    &[130_000.0, 131_000.0],
-                ),
-                lossy,
-                sweep,
-                cell("qos0 delivered 1→1", "embedded", &[224_000.0, 226_000.0]),
-                cell(
-                    "latency qos0 @ 10,000/s",
-                    "mosquitto",
-                    &[10_000.0, 10_000.0],
-                ),
-                cell("latency qos0 @ 10,000/s", "embedded", &[10_000.0, 10_000.0]),
-            ],
-            verdicts: vec![],
-            notes: vec!["all on one machine".into()],
-            extra: Default::default(),
-        }
+        let mut report = Report::begin(
+            "mqtt-bench",
+            "0.1.0",
+            "brokers",
+            "64-byte payloads",
+            json!({"rounds": 2}),
+            Environment::default(),
+        );
+        // What the snapshots show must not depend on when, where or from which commit they run.
+        report.run_id = "r".into();
+        report.started_at = "2026-11-30T00:00:00Z".into();
+        report.git_commit = None;
+        report.reference = Some("mosquitto".into());
+        report.systems = vec![
+            system("mosquitto", &[]),
+            system("embedded", &["embedded", "colocated"]),
+        ];
+        let qos1 = "qos1 acked publish, 64 in flight";
+        let latency = "latency qos0 @ 10,000/s";
+        report.cells = vec![
+            cell(qos1, "mosquitto", &[130_000.0, 131_000.0]),
+            lossy,
+            sweep,
+            cell("qos0 delivered 1→1", "embedded", &[224_000.0, 226_000.0]),
+            cell(latency, "mosquitto", &[10_000.0, 10_000.0]),
+            cell(latency, "embedded", &[10_000.0, 10_000.0]),
+        ];
+        report.notes = vec!["all on one machine".into()];
+        report
     }
 
     #[test]
-    fn terminal_report_snapshot() {
-        insta::assert_snapshot!(render(&sample()));
-    }
-
-    #[test]
-    fn markdown_report_snapshot() {
-        insta::assert_snapshot!(render_markdown(&sample()));
+    fn the_terminal_summary_and_report_md_match_their_snapshots() {
+        let report = sample();
+        insta::assert_snapshot!("terminal_report_snapshot", MqttReport.terminal(&report));
+        insta::assert_snapshot!("markdown_report_snapshot", MqttReport.markdown(&report));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod support;
 
+use common::exit::Exit;
 use common::results::{Cell, Report, Status};
 use support::*;
 
@@ -137,8 +138,16 @@ fn every_scenario_runs_against_mosquitto_and_the_embedded_broker_interleaved() {
     assert_eq!(mosq.verified["config:persistence"], "false");
     let embedded = &report.systems[1];
     assert_eq!(embedded.labels, ["embedded", "colocated"]);
+    assert_matches_schema(&out);
     let json = read_json(&out);
     assert_eq!(json["tool"], "mqtt-bench");
+    assert_eq!(json["systems"][0]["location"], "local");
+    assert_eq!(json["systems"][1]["location"], "embedded");
+    assert!(
+        json["environment"]["durable_write_floor_ns"]
+            .as_u64()
+            .is_some()
+    );
     assert_eq!(json["options"]["payload_bytes"], 64);
     assert_eq!(json["options"]["targets"][0], mosquitto.as_str());
     assert_eq!(json["extra"]["client"]["inflight"], 64);
@@ -180,7 +189,12 @@ fn rabbitmq_and_mochi_are_measured_and_rabbitmq_downgrading_qos2_is_an_error() {
         extra.extend(["--broker", mochi.as_str()]);
     }
     let summary = run(&args(dir.path(), &extra)).unwrap();
-    assert_eq!(summary.exit_code, 1, "RabbitMQ's QoS 2 cell is not ok");
+    assert_eq!(
+        summary.exit,
+        Exit::NotAllOk,
+        "RabbitMQ's QoS 2 cell is not ok"
+    );
+    assert_matches_schema(dir.path());
     let report = &summary.report;
     let find = |w: &str, s: &str| {
         report
@@ -247,5 +261,6 @@ fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
     let reason = cell.reason.as_deref().unwrap();
     assert!(reason.contains("QoS 1 messages lost"), "{reason}");
     assert!(cell.usable_throughput().is_none());
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(dir.path());
 }

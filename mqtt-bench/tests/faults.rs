@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use common::exit::Exit;
 use common::results::Status;
 use support::*;
 
@@ -93,6 +94,7 @@ fn bad_credentials_and_oversized_payloads_are_refused() {
     assert_eq!(cell.status, Status::Ok, "{:?}", cell.reason);
     let json = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
     assert!(!json.contains(":fairbench@"), "the password is not stored");
+    assert_matches_schema(dir.path());
 }
 
 #[test]
@@ -130,7 +132,7 @@ fn a_broker_killed_mid_run_yields_an_error_cell_and_a_written_report() {
         .join()
         .unwrap()
         .expect("the run finishes and reports");
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let failed: Vec<_> = summary
         .report
         .cells
@@ -145,6 +147,7 @@ fn a_broker_killed_mid_run_yields_an_error_cell_and_a_written_report() {
             "{reason}"
         );
     }
+    assert_matches_schema(dir.path());
     let json = read_json(dir.path());
     assert!(json["finished_at"].is_string());
     assert!(dir.path().join("report.md").exists());

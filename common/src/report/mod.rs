@@ -142,6 +142,21 @@ pub fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> T
     }
 }
 
+/// A throughput as the seeds' tables print it: the median, with the round range (min–max)
+/// when there was more than one round.
+pub fn median_and_range(t: &Throughput) -> String {
+    if t.rounds.len() > 1 {
+        format!(
+            "{} ({}–{})",
+            format_rate(t.median),
+            format_rate(t.min),
+            format_rate(t.max)
+        )
+    } else {
+        format_rate(t.median)
+    }
+}
+
 /// The seed's main table: median throughput per workload and system, with the round spread.
 pub fn throughput_table(report: &Report) -> Table {
     let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
@@ -159,13 +174,7 @@ pub fn throughput_table(report: &Report) -> Table {
         format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
     };
     let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
-        Some(t) if t.rounds.len() > 1 => format!(
-            "{} ({}–{})",
-            format_rate(t.median),
-            format_rate(t.min),
-            format_rate(t.max)
-        ),
-        Some(t) => format_rate(t.median),
+        Some(t) => median_and_range(t),
         None => cell.status.as_str().to_owned(),
     });
     if mixed_units {

@@ -8,11 +8,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::options::TargetSpec;
-use common::results::SystemInfo;
-use rumqttd::{Broker as Rumqttd, Config, ConnectionSettings, RouterConfig, ServerSettings};
+use common::pool::BoxFuture;
+use common::procstat::Probe;
+use common::results::{Location, SystemInfo};
+use rumqttd::{Config, ConnectionSettings, RouterConfig, ServerSettings};
 
-use super::{Broker, TargetError, endpoint, settings};
-use crate::resources::Probe;
+use super::{Broker, BrokerKind, Description, Reached, TargetError, settings};
+use crate::session::{Link, endpoint};
 
 /// The crate version the embedded broker was built from, as Cargo resolved it (build.rs).
 pub const RUMQTTD_VERSION: &str = env!("FAIRBENCH_RUMQTTD_VERSION");
@@ -38,36 +40,69 @@ pub struct EmbeddedBroker {
 
 pub const LABELS: [&str; 2] = ["embedded", "colocated"];
 
+/// rumqttd as this process runs it: its version from the build, its settings from the
+/// configuration it was started with.
+#[derive(Debug, Clone, Copy)]
+pub struct Rumqttd;
+
+impl BrokerKind for Rumqttd {
+    fn kind(&self) -> &'static str {
+        "rumqttd"
+    }
+
+    fn describe<'a>(
+        &'a self,
+        broker: &'a Reached,
+    ) -> BoxFuture<'a, Result<Option<Description>, TargetError>> {
+        Box::pin(async move { Ok(Some(description(&broker.endpoint.addr))) })
+    }
+}
+
+/// The version it was built from and the settings it was started with, listening on `listen`.
+fn description(listen: &str) -> Description {
+    Description {
+        version: format!("rumqttd {RUMQTTD_VERSION} (embedded, in-process)"),
+        verified: settings([
+            ("max_inflight_count", MAX_INFLIGHT.to_string()),
+            ("max_payload_size", MAX_PAYLOAD_BYTES.to_string()),
+            ("segment_bytes", SEGMENT_BYTES.to_string()),
+            ("segments_per_topic", SEGMENTS.to_string()),
+            ("listen", listen.to_owned()),
+        ]),
+    }
+}
+
 pub async fn open(spec: &TargetSpec) -> Result<Broker, TargetError> {
     let guard = tokio::task::spawn_blocking(start)
         .await
-        .map_err(|e| TargetError::Embedded(e.to_string()))??;
-    let verified = settings([
-        ("max_inflight_count", MAX_INFLIGHT.to_string()),
-        ("max_payload_size", MAX_PAYLOAD_BYTES.to_string()),
-        ("segment_bytes", SEGMENT_BYTES.to_string()),
-        ("segments_per_topic", SEGMENTS.to_string()),
-        ("listen", guard.addr.to_string()),
-    ]);
+        .map_err(|e| did_not_start(e.to_string()))??;
+    let listen = guard.addr.to_string();
+    let description = description(&listen);
     let info = SystemInfo {
         name: spec.name.clone().unwrap_or_else(|| "embedded".to_owned()),
-        kind: "rumqttd".into(),
+        kind: Rumqttd.kind().into(),
         url_redacted: format!("mqtt://{}", guard.addr),
-        version: format!("rumqttd {RUMQTTD_VERSION} (embedded, in-process)"),
-        verified,
+        version: description.version,
+        verified: description.verified,
         labels: LABELS.iter().map(|l| (*l).to_owned()).collect(),
-        data_dir: None,
+        location: Location::Embedded,
         ..SystemInfo::default()
     };
     Ok(Broker {
-        endpoint: endpoint(guard.addr.to_string(), None, None),
+        link: Link {
+            endpoint: endpoint(listen, None, None),
+            probe: Some(Probe::Threads(
+                THREAD_PREFIXES.iter().map(|p| (*p).to_owned()).collect(),
+            )),
+            in_process: true,
+        },
         info,
-        probe: Some(Probe::Threads(
-            THREAD_PREFIXES.iter().map(|p| (*p).to_owned()).collect(),
-        )),
-        embedded: true,
         _guard: Some(guard),
     })
+}
+
+fn did_not_start(message: impl std::fmt::Display) -> TargetError {
+    TargetError::Other(format!("the embedded broker did not start: {message}"))
 }
 
 /// Starts rumqttd on a free port of 127.0.0.1 and waits until it accepts connections.
@@ -106,16 +141,16 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
     std::thread::Builder::new()
         .name(format!("{}-main", THREAD_PREFIXES[0]))
         .spawn(move || {
-            let mut broker = Rumqttd::new(config);
+            let mut broker = rumqttd::Broker::new(config);
             if let Err(e) = broker.start() {
                 eprintln!("the embedded broker stopped: {e}");
             }
         })
-        .map_err(|e| TargetError::Embedded(e.to_string()))?;
+        .map_err(did_not_start)?;
     let deadline = Instant::now() + START_TIMEOUT;
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if Instant::now() >= deadline {
-            return Err(TargetError::Embedded(format!(
+            return Err(did_not_start(format!(
                 "it did not accept connections on {addr} within {START_TIMEOUT:?}"
             )));
         }
@@ -127,8 +162,6 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
 /// A port of 127.0.0.1 nothing listens on (the kernel's choice).
 fn free_loopback_port() -> Result<SocketAddr, TargetError> {
     let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| TargetError::Embedded(format!("no free loopback port: {e}")))?;
-    listener
-        .local_addr()
-        .map_err(|e| TargetError::Embedded(e.to_string()))
+        .map_err(|e| did_not_start(format!("no free loopback port: {e}")))?;
+    listener.local_addr().map_err(did_not_start)
 }

@@ -5,6 +5,26 @@
 use std::collections::BTreeMap;
 use std::fs;
 
+use super::{BrokerKind, Reached};
+
+/// Eclipse Mosquitto.
+#[derive(Debug, Clone, Copy)]
+pub struct Mosquitto;
+
+impl BrokerKind for Mosquitto {
+    fn kind(&self) -> &'static str {
+        "mosquitto"
+    }
+
+    fn names(&self, sys_version_lowercase: &str) -> bool {
+        sys_version_lowercase.starts_with("mosquitto")
+    }
+
+    fn settings(&self, broker: &Reached) -> BTreeMap<String, String> {
+        broker.pid.map(settings_of).unwrap_or_default()
+    }
+}
+
 /// The settings seed 000 holds equal, with Mosquitto's defaults when the file does not set them.
 const SETTINGS: [(&str, &str); 5] = [
     ("persistence", "false"),
@@ -13,10 +33,6 @@ const SETTINGS: [(&str, &str); 5] = [
     ("max_packet_size", "0"),
     ("message_size_limit", "0"),
 ];
-
-pub fn is_mosquitto(version_lowercase: &str) -> bool {
-    version_lowercase.starts_with("mosquitto")
-}
 
 /// The seed's settings as the process `pid` runs them: `config:NAME → value` (the default,
 /// marked so, when its file does not set one). Empty when the file cannot be read.
@@ -70,7 +86,7 @@ mod tests {
         assert_eq!(settings["config:max_inflight_messages"], "64");
         assert_eq!(settings["config:max_queued_messages"], "1000");
         assert_eq!(settings["config:max_packet_size"], "0 (default)");
-        assert!(is_mosquitto("mosquitto version 2.0.11"));
+        assert!(Mosquitto.names("mosquitto version 2.0.11"));
         assert!(settings_of(u32::MAX).is_empty());
     }
 }

@@ -3,7 +3,7 @@
 //! One subscriber at the same QoS proves every acknowledged message was delivered once.
 
 use super::{Ctx, RoundOutcome, Row, detail, judge, outcome};
-use crate::Opts;
+use crate::opts::Opts;
 
 pub fn name(qos: u8, opts: &Opts) -> String {
     format!("qos{qos} acked publish, {} in flight", opts.inflight)

@@ -2,7 +2,7 @@
 //! aggregate deliveries per second, every subscriber's ledger checked.
 
 use super::{Ctx, RoundOutcome, Row, delivered_round};
-use crate::Opts;
+use crate::opts::Opts;
 
 pub fn name(opts: &Opts) -> String {
     format!("fan-out 1→{}, qos{}", opts.subscribers, opts.fanout_qos)

@@ -10,16 +10,15 @@ pub mod qos0;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::procstat::Usage;
 use common::results::Status;
 use common::window::WindowOutcome;
 use serde_json::json;
 
-use crate::Opts;
-use crate::engine::{WindowResult, WindowSpec, run_window};
+use crate::engine::{WindowResult, WindowSpec};
 use crate::message::Delivery;
-use crate::options::Scenario;
-use crate::resources::{Sampler, Usage};
-use crate::targets::Broker;
+use crate::opts::{Opts, Scenario};
+use crate::session::{self, Link, Measured};
 
 /// QoS 0: subscribers stop waiting for missing messages after this long with none arriving.
 const DRAIN_QUIET_QOS0: Duration = Duration::from_millis(500);
@@ -34,6 +33,17 @@ pub struct Row {
     /// The cell's workload name, as the report prints it.
     pub name: String,
     pub unit: &'static str,
+}
+
+impl Row {
+    /// Clients of one window of this row: the publisher and its subscribers.
+    pub fn clients(&self, opts: &Opts) -> u32 {
+        let subscribers = match self.scenario {
+            Scenario::Fanout => opts.subscribers,
+            _ => 1,
+        };
+        (subscribers + 1) as u32
+    }
 }
 
 /// The rows the chosen scenarios make, in the seed's order.
@@ -72,7 +82,7 @@ pub fn rows(opts: &Opts) -> Vec<Row> {
 /// What a round needs besides the row: the options, the broker, and unique window numbers.
 pub struct Ctx<'a> {
     pub opts: &'a Opts,
-    pub broker: &'a Broker,
+    pub link: &'a Link,
     /// The run's own topic level (`{prefix}/{run tag}/…`).
     pub run_tag: &'a str,
     pub epoch: Instant,
@@ -88,7 +98,7 @@ impl Ctx<'_> {
         *self.next_window += 1;
         let opts = self.opts;
         WindowSpec {
-            endpoint: self.broker.endpoint.clone(),
+            endpoint: self.link.endpoint.clone(),
             topic: format!(
                 "{}/{}/{}/{window}",
                 opts.topic_prefix,
@@ -118,28 +128,8 @@ impl Ctx<'_> {
 
     /// Runs one window with the broker's CPU and memory sampled through it.
     pub async fn measure(&self, spec: WindowSpec) -> Result<Measured, String> {
-        let sampler = self.broker.probe.clone().map(Sampler::start);
-        let result = run_window(spec).await;
-        let usage = sampler.map(Sampler::finish).unwrap_or_default();
-        let result = result?;
-        // An embedded broker's CPU is inside this process's: the client's is what remains.
-        let client_cpu_ns = match (self.broker.embedded, usage.broker_cpu_ns) {
-            (true, Some(broker)) => result.process_cpu_ns.saturating_sub(broker),
-            _ => result.process_cpu_ns,
-        };
-        Ok(Measured {
-            result,
-            usage,
-            client_cpu_ns,
-        })
+        session::measure(self.link, spec).await
     }
-}
-
-/// A window with what it cost.
-pub struct Measured {
-    pub result: WindowResult,
-    pub usage: Usage,
-    pub client_cpu_ns: u64,
 }
 
 /// One round of one row on one broker, ready for the cell.
@@ -239,8 +229,8 @@ pub fn detail(m: &Measured, figure_per_s: f64) -> serde_json::Value {
         "waited_on_broker_s": r.publisher.waited_on_broker.as_secs_f64(),
         "delivery": r.delivery,
         "client_cpu_ns_per_msg": m.client_cpu_ns as f64 / messages,
-        "broker_cpu_ns_per_msg": m.usage.broker_cpu_ns.map(|ns| ns as f64 / messages),
-        "broker_peak_rss_bytes": m.usage.broker_peak_rss_bytes,
+        "broker_cpu_ns_per_msg": m.usage.cpu_ns.map(|ns| ns as f64 / messages),
+        "broker_peak_rss_bytes": m.usage.peak_rss_bytes,
         "client_peak_rss_bytes": m.usage.client_peak_rss_bytes,
         "ack_latency_ns": r.publisher.ack_latency.as_ref().and_then(common::recorder::percentiles),
     })

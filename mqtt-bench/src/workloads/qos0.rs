@@ -10,7 +10,8 @@ use common::human::format_rate;
 use common::results::Status;
 use serde_json::json;
 
-use super::{Ctx, Measured, RoundOutcome, Row, detail, judge, outcome};
+use super::{Ctx, RoundOutcome, Row, detail, judge, outcome};
+use crate::session::Measured;
 
 /// A step fell short of its rate when it published less than this share of it.
 const SHORT: f64 = 0.95;

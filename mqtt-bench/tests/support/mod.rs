@@ -11,22 +11,26 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use mqtt_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{lock_servers, server_url as server_env, servers_required};
+pub use common::testing::{
+    assert_matches_schema, lock_servers, read_json, server_url as server_env, servers_required,
+};
 
 /// Runs `mqtt-bench ARGS…` in-process.
 pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
     run_with(args, Arc::new(AtomicBool::new(false)))
 }
 
+/// Runs `mqtt-bench ARGS…` in-process with an interrupt flag the test controls.
 pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    let mut argv = vec!["mqtt-bench"];
-    argv.extend_from_slice(args);
-    let opts = Opts::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    mqtt_bench::run_with_interrupt(opts, interrupt)
+    common::testing::run_args::<Opts>(
+        "mqtt-bench",
+        args,
+        interrupt,
+        mqtt_bench::run_with_interrupt,
+    )
 }
 
 /// Short windows and a short sweep, so a run takes seconds.
@@ -49,19 +53,7 @@ pub const QUICK: &[&str] = &[
 
 /// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut all = vec!["--output", output.to_str().unwrap(), "--quiet"];
-    for pair in QUICK.chunks(2) {
-        if !extra.contains(&pair[0]) {
-            all.extend_from_slice(pair);
-        }
-    }
-    all.extend_from_slice(extra);
-    all
-}
-
-pub fn read_json(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json exists");
-    serde_json::from_str(&text).expect("results.json parses")
+    common::testing::quick_args(&[], output, QUICK, extra)
 }
 
 /// A Mosquitto of a test's own on a free loopback port, killed when dropped.

@@ -1,0 +1,240 @@
+//! The measurement of one cell: a row × broker slot with its common cell builder and the MQTT
+//! figures it accumulates over the measured rounds (delivery ledger, broker CPU and memory),
+//! one round of it run and folded in, and what the report keeps beside the cells (the
+//! client's capacities, the brokers' memory after the run).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::human::format_rate;
+use common::procstat::own_rss;
+use common::progress::Progress;
+use common::protocol::{CellBuilder, Round};
+use common::results::{Cell, Status};
+use serde_json::json;
+
+use crate::message::Delivery;
+use crate::opts::Opts;
+use crate::protocol::conn::Endpoint;
+use crate::targets::Broker;
+use crate::workloads::{self, Ctx, RoundOutcome, Row};
+
+/// A cell's MQTT figures, accumulated over its measured rounds.
+#[derive(Default)]
+struct Tally {
+    rounds: Vec<serde_json::Value>,
+    delivery: Delivery,
+    messages: u64,
+    broker_cpu_ns: Option<u64>,
+    broker_peak_rss: Option<u64>,
+    client_peak_rss: Option<u64>,
+    target_rate: Option<f64>,
+    accepted: Vec<f64>,
+}
+
+impl Tally {
+    fn add(&mut self, round: &RoundOutcome) {
+        self.rounds.push(round.detail.clone());
+        self.delivery.add(&round.delivery);
+        self.messages += round.messages;
+        if let Some(cpu) = round.usage.cpu_ns {
+            *self.broker_cpu_ns.get_or_insert(0) += cpu;
+        }
+        self.broker_peak_rss = self.broker_peak_rss.max(round.usage.peak_rss_bytes);
+        self.client_peak_rss = self.client_peak_rss.max(round.usage.client_peak_rss_bytes);
+        self.target_rate = round.target_rate;
+        self.accepted.extend(round.accepted_rate);
+    }
+
+    fn apply(&self, cell: &mut Cell) {
+        let per_msg = |ns: u64| ns as f64 / self.messages.max(1) as f64;
+        cell.extra.insert("delivery".into(), json!(self.delivery));
+        cell.extra
+            .insert("loss_fraction".into(), json!(self.delivery.loss_fraction()));
+        cell.extra.insert("rounds".into(), json!(self.rounds));
+        cell.extra.insert("messages".into(), json!(self.messages));
+        cell.extra.insert(
+            "broker_cpu_ns_per_msg".into(),
+            json!(self.broker_cpu_ns.map(per_msg)),
+        );
+        cell.extra
+            .insert("broker_peak_rss_bytes".into(), json!(self.broker_peak_rss));
+        cell.extra
+            .insert("client_peak_rss_bytes".into(), json!(self.client_peak_rss));
+        if let Some(target) = self.target_rate {
+            cell.target_rate = Some(target);
+            if !self.accepted.is_empty() {
+                cell.achieved_rate =
+                    Some(self.accepted.iter().sum::<f64>() / self.accepted.len() as f64);
+            }
+        }
+    }
+}
+
+/// One row × broker: the common cell builder and the MQTT figures beside it.
+pub struct Slot {
+    builder: CellBuilder,
+    tally: Tally,
+}
+
+impl Slot {
+    pub fn is_live(&self) -> bool {
+        self.builder.is_live()
+    }
+
+    /// The cell as it stands.
+    pub fn cell(&self) -> Cell {
+        let mut cell = self.builder.to_cell();
+        self.tally.apply(&mut cell);
+        cell
+    }
+}
+
+/// One slot per row and broker (`[row][broker]`), each cell carrying its broker's labels.
+pub fn slots(opts: &Opts, brokers: &[Broker], rows: &[Row]) -> Vec<Vec<Slot>> {
+    rows.iter()
+        .map(|row| {
+            brokers
+                .iter()
+                .map(|b| {
+                    let cell = Cell::new(
+                        &row.name,
+                        &b.info.name,
+                        row.unit,
+                        row.clients(opts),
+                        opts.common.rounds,
+                    );
+                    let mut builder = CellBuilder::new(cell, opts.common.ceiling);
+                    for label in &b.info.labels {
+                        builder.add_label(label);
+                    }
+                    Slot {
+                        builder,
+                        tally: Tally::default(),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What every window of the run shares.
+pub struct Windows<'a> {
+    pub opts: &'a Opts,
+    pub run_tag: &'a str,
+    pub epoch: Instant,
+    pub payload: Arc<[u8]>,
+    /// Numbers every window of the run, so topics and client ids never repeat.
+    pub next_window: u32,
+}
+
+impl Windows<'_> {
+    /// Runs round `round` of `row` on `broker` and folds it into `slot` (a warm-up only marks
+    /// what went wrong in it), with a line on `progress`.
+    pub async fn round(
+        &mut self,
+        row: &Row,
+        broker: &Broker,
+        round: Round,
+        slot: &mut Slot,
+        progress: &Progress,
+    ) {
+        let common = &self.opts.common;
+        let label = round.label(common.warmup, common.rounds);
+        let mut ctx = Ctx {
+            opts: self.opts,
+            link: &broker.link,
+            run_tag: self.run_tag,
+            epoch: self.epoch,
+            payload: self.payload.clone(),
+            next_window: &mut self.next_window,
+        };
+        let name = &broker.info.name;
+        match workloads::run_round(row, &mut ctx, &label).await {
+            Ok(outcome) => {
+                slot.builder.add(round, &outcome.outcome);
+                for (status, reason) in &outcome.marks {
+                    slot.builder.mark(*status, reason.clone());
+                }
+                if !round.is_warmup() {
+                    slot.tally.add(&outcome);
+                }
+                progress.line(window_line(&row.name, name, &label, &outcome));
+            }
+            Err(message) => {
+                slot.builder
+                    .mark(Status::Error, format!("{label}: {message}"));
+                progress.line(format!("{} · {name} · {label}: {message}", row.name));
+            }
+        }
+    }
+}
+
+/// The payload every message carries: a seeded, printable filler (its first bytes are stamped).
+pub fn payload(opts: &Opts) -> Vec<u8> {
+    let mut rng = common::data::rng(opts.common.seed, 0x6d71_7474);
+    common::data::ascii(&mut rng, opts.payload_bytes).into_bytes()
+}
+
+/// A short tag unique to this run, for its topics and client identifiers.
+pub fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{:x}{:05x}", std::process::id(), nanos & 0xf_ffff)
+}
+
+fn window_line(row: &str, broker: &str, label: &str, outcome: &RoundOutcome) -> String {
+    let rate = outcome.outcome.throughput();
+    let d = &outcome.delivery;
+    let status = outcome
+        .marks
+        .first()
+        .map_or(String::new(), |(s, r)| format!(" · {}: {r}", s.as_str()));
+    format!(
+        "{row} · {broker} · {label}: {} /s · sent {} · lost {} · dup {}{status}",
+        format_rate(rate),
+        d.sent,
+        d.lost,
+        d.duplicates
+    )
+}
+
+/// Every capacity of the client, so a report says exactly what drove the brokers.
+pub fn client_capacities(opts: &Opts, endpoint: &Endpoint) -> serde_json::Value {
+    json!({
+        "protocol": "MQTT 3.1.1, mqtt-bench's own codec over tokio",
+        "lanes": common::lanes::Lanes::shared().len(),
+        "inflight": opts.inflight,
+        "backlog_messages": opts.backlog,
+        "max_packet_bytes": endpoint.max_packet_bytes,
+        "keep_alive_s": endpoint.keep_alive_s,
+        "read_chunk_bytes": 64 * 1024,
+        "write_queue_bytes": 256 * 1024,
+        "payload_bytes": opts.payload_bytes,
+        "clean_session": true,
+    })
+}
+
+/// Each broker's resident memory once the run is over (an embedded broker's is this process's).
+pub fn after_run(brokers: &[Broker]) -> serde_json::Value {
+    let mut after: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    for broker in brokers {
+        let link = &broker.link;
+        let rss = link.probe.as_ref().and_then(|p| p.rss_bytes());
+        let process_rss = link
+            .in_process
+            .then(|| own_rss().map(|r| r.current_bytes))
+            .flatten();
+        after.insert(
+            broker.info.name.clone(),
+            json!({
+                "embedded": link.in_process,
+                "rss_after_run_bytes": rss,
+                "process_rss_after_run_bytes": process_rss,
+            }),
+        );
+    }
+    json!(after)
+}
