@@ -33,6 +33,20 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
     Ok(value)
 }
 
+/// Parses a share: `5%` or `0.05` (both 0.05); between 0 and 1.
+pub fn parse_share(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let value = match trimmed.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map(|v| v / 100.0),
+        None => trimmed.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a share; write it like 5% or 0.05"))?;
+    if !(value.is_finite() && (0.0..1.0).contains(&value)) {
+        return Err(format!("`{text}` must be a share from 0% to below 100%"));
+    }
+    Ok(value)
+}
+
 fn parse_scaled(text: &str) -> Result<f64, String> {
     let trimmed = text.trim().replace('_', "");
     let (number, scale) = match trimmed.chars().last() {

@@ -27,6 +27,7 @@ pub mod results;
 pub mod run;
 pub mod target;
 pub mod testing;
+pub mod verdict;
 pub mod window;
 pub mod writer;
 

@@ -72,6 +72,20 @@ pub struct CommonOpts {
     /// No progress line; the result table and the results path still print.
     #[arg(long)]
     pub quiet: bool,
+
+    /// The practical threshold of a verdict: a system is faster or slower only when the whole
+    /// confidence interval of its ratio to the reference lies beyond it, at parity when the
+    /// whole interval lies inside it (`5%`: from 1/1.05 to 1.05).
+    #[arg(long, default_value = "5%", value_parser = human::parse_share)]
+    #[serde(default = "default_threshold")]
+    pub threshold: f64,
+}
+
+/// The practical threshold of a verdict unless `--threshold` says otherwise.
+pub const DEFAULT_THRESHOLD: f64 = 0.05;
+
+fn default_threshold() -> f64 {
+    DEFAULT_THRESHOLD
 }
 
 impl CommonOpts {
@@ -247,6 +261,7 @@ mod tests {
         assert_eq!(c.duration, Duration::from_secs(10));
         assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 5, 16, 42));
         assert_eq!(c.ceiling, Duration::from_secs(120));
+        assert_eq!(c.threshold, DEFAULT_THRESHOLD);
         assert!(c.rate.is_none() && c.targets.is_empty() && !c.quiet);
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["duration_s"], 10.0);

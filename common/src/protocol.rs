@@ -99,6 +99,7 @@ pub fn severity(status: Status) -> u8 {
 pub struct CellBuilder {
     cell: Cell,
     throughputs: Vec<f64>,
+    round_latency: Vec<crate::results::Percentiles>,
     latency: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     lag: Option<Histogram<u64>>,
@@ -116,6 +117,7 @@ impl CellBuilder {
         CellBuilder {
             cell,
             throughputs: Vec::new(),
+            round_latency: Vec::new(),
             latency: None,
             service: None,
             lag: None,
@@ -206,6 +208,7 @@ impl CellBuilder {
             }
         }
         self.throughputs.push(outcome.throughput());
+        self.round_latency.extend(percentiles(&rec.latency));
         pool(&mut self.latency, Some(&rec.latency));
         pool(&mut self.service, rec.service.as_ref());
         pool(&mut self.lag, rec.lag.as_ref());
@@ -235,6 +238,12 @@ impl CellBuilder {
         }
         cell.throughput = Throughput::from_rounds(self.throughputs.clone());
         cell.latency_ns = self.latency.as_ref().and_then(percentiles);
+        // Latency is judged round by round only when every measured round has a figure.
+        cell.latency_rounds_ns = if self.round_latency.len() == self.throughputs.len() {
+            self.round_latency.clone()
+        } else {
+            Vec::new()
+        };
         cell.service_time_ns = self.service.as_ref().and_then(percentiles);
         cell.schedule_lag_ns = self.lag.as_ref().and_then(percentiles);
         if cell.target_rate.is_some() {

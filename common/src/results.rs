@@ -63,6 +63,9 @@ pub struct Report {
     pub systems: Vec<SystemInfo>,
     pub cells: Vec<Cell>,
     pub verdicts: Vec<Verdict>,
+    /// The pairs that got no verdict, each with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_verdicts: Vec<NoVerdict>,
     /// What the run does not establish, and anything else a reader must know.
     pub notes: Vec<String>,
     /// Tool-specific sections (a recall curve, a batch-size sweep, …), by name.
@@ -102,6 +105,7 @@ impl Report {
             systems: Vec::new(),
             cells: Vec::new(),
             verdicts: Vec::new(),
+            no_verdicts: Vec::new(),
             notes: Vec::new(),
             extra: BTreeMap::new(),
         }
@@ -207,6 +211,10 @@ pub struct Cell {
     pub rounds_planned: u32,
     pub throughput: Option<Throughput>,
     pub latency_ns: Option<Percentiles>,
+    /// The latency percentiles of each measured round, in the order measured (what latency
+    /// verdicts are judged on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_rounds_ns: Vec<Percentiles>,
     /// Open loop only: time from the actual start of each operation to its end.
     pub service_time_ns: Option<Percentiles>,
     pub counts: Counts,
@@ -239,6 +247,7 @@ impl Cell {
             rounds_planned: rounds,
             throughput: None,
             latency_ns: None,
+            latency_rounds_ns: Vec::new(),
             service_time_ns: None,
             counts: Counts::default(),
             target_rate: None,
@@ -286,24 +295,34 @@ pub struct Throughput {
 
 impl Throughput {
     pub fn from_rounds(rounds: Vec<f64>) -> Option<Throughput> {
-        if rounds.is_empty() {
-            return None;
-        }
-        let mut sorted = rounds.clone();
-        sorted.sort_by(f64::total_cmp);
-        let mid = sorted.len() / 2;
-        let median = if sorted.len().is_multiple_of(2) {
-            (sorted[mid - 1] + sorted[mid]) / 2.0
-        } else {
-            sorted[mid]
-        };
+        let median = median(&rounds)?;
+        let (min, max) = rounds
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
         Some(Throughput {
             median,
-            min: sorted[0],
-            max: sorted[sorted.len() - 1],
+            min,
+            max,
             rounds,
         })
     }
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Some(if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    })
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
@@ -326,19 +345,79 @@ pub struct Counts {
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictKind {
+    /// The whole interval lies beyond the practical threshold, on the better side.
     Faster,
+    /// The whole interval lies beyond the practical threshold, on the worse side.
     Slower,
+    /// The whole interval lies inside the practical threshold.
     Parity,
+    /// The interval reaches across the threshold: more rounds would decide.
+    Inconclusive,
 }
 
-/// A system's median throughput against the reference's, in one run.
+impl VerdictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Faster => "faster",
+            VerdictKind::Slower => "slower",
+            VerdictKind::Parity => "parity",
+            VerdictKind::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// What a verdict compares.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The per-round throughputs (higher is better).
+    #[default]
+    Throughput,
+    /// The per-round latency medians (lower is better).
+    LatencyP50,
+    /// The per-round latency 99th percentiles (lower is better).
+    LatencyP99,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 3] = [Metric::Throughput, Metric::LatencyP50, Metric::LatencyP99];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::LatencyP50 => "latency_p50",
+            Metric::LatencyP99 => "latency_p99",
+        }
+    }
+}
+
+/// A system against the reference on one metric, in one run: the ratio of medians of their
+/// per-round figures, its confidence interval, and what the interval says at the threshold.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub workload: String,
     pub system: String,
     pub reference: String,
+    #[serde(default)]
+    pub metric: Metric,
+    /// The system's median over the reference's (for latency, below 1 is faster).
     pub ratio: f64,
+    /// The interval of the ratio, `[low, high]`.
+    pub interval: [f64; 2],
+    /// The coverage the interval achieves with these round counts.
+    pub confidence: f64,
     pub verdict: VerdictKind,
+}
+
+/// A pair that got no verdict, and why (too few rounds, cells not comparable, no figure).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct NoVerdict {
+    pub workload: String,
+    pub system: String,
+    pub reference: String,
+    #[serde(default)]
+    pub metric: Metric,
+    pub reason: String,
 }
 
 #[cfg(test)]

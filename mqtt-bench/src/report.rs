@@ -5,8 +5,8 @@
 
 use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
-use common::report::{Table, median_and_range, problems, run_line, verdicts};
-use common::results::{Cell, Report, Status, SystemInfo, VerdictKind};
+use common::report::{Table, judge, median_and_range, problems, run_line};
+use common::results::{Cell, Metric, Report, Status, SystemInfo, VerdictKind};
 
 use crate::opts::Opts;
 
@@ -67,9 +67,9 @@ fn headline(cell: &Cell) -> String {
 }
 
 /// The seed's table: scenario rows, one column per broker, and each broker's ratio against the
-/// reference (parity when the round ranges overlap).
+/// reference with the confidence interval of the ratio and the verdict it gives.
 pub fn seed_table(report: &Report) -> Table {
-    let verdicts = verdicts(report);
+    let judgement = judge(report);
     let reference = report.reference.clone().unwrap_or_default();
     let others: Vec<&SystemInfo> = report
         .systems
@@ -102,18 +102,35 @@ pub fn seed_table(report: &Report) -> Table {
                     .map(|s| find(report, workload, &s.name).map_or("–".into(), headline)),
             );
             for s in &others {
-                let ratio = verdicts
+                let ratio = judgement
+                    .verdicts
                     .iter()
-                    .find(|v| v.workload == workload && v.system == s.name)
+                    .find(|v| {
+                        v.workload == workload && v.system == s.name && v.metric == Metric::Throughput
+                    })
                     .filter(|_| !workload.starts_with("latency"));
-                row.push(ratio.map_or("—".into(), |v| {
-                    let word = match v.verdict {
-                        VerdictKind::Faster => "higher",
-                        VerdictKind::Slower => "lower",
-                        VerdictKind::Parity => "parity",
-                    };
-                    format!("{:.2}× {word}", v.ratio)
-                }));
+                let none = judgement.no_verdicts.iter().find(|v| {
+                    v.workload == workload && v.system == s.name && v.metric == Metric::Throughput
+                });
+                row.push(match (ratio, none) {
+                    (Some(v), _) => {
+                        let word = match v.verdict {
+                            VerdictKind::Faster => "higher",
+                            VerdictKind::Slower => "lower",
+                            VerdictKind::Parity => "parity",
+                            VerdictKind::Inconclusive => "inconclusive",
+                        };
+                        format!("{:.2}× [{:.2}–{:.2}] {word}", v.ratio, v.interval[0], v.interval[1])
+                    }
+                    (None, Some(n))
+                        if !workload.starts_with("latency")
+                            && find(report, workload, &s.name)
+                                .is_some_and(|c| c.status == Status::Ok) =>
+                    {
+                        format!("no verdict: {}", n.reason)
+                    }
+                    _ => "—".into(),
+                });
             }
             row
         })
@@ -459,9 +476,24 @@ mod tests {
         assert_eq!(table.header.last().unwrap(), "embedded / mosquitto");
         let qos0 = &table.rows[1];
         assert!(qos0[0].starts_with("qos0 delivered"), "{qos0:?}");
-        assert_eq!(qos0[3], "0.75× lower");
+        // Two measured rounds a side give no verdict.
+        assert_eq!(
+            qos0[3],
+            "no verdict: 2 measured rounds (a verdict needs 3 a side)"
+        );
         assert_eq!(table.rows[0][2], "error");
         assert_eq!(table.rows[2][1], "19.0 µs / 27.0 µs / 90.0 µs");
         assert_eq!(table.rows[2][3], "—");
+        let mut three = sample();
+        for (cell, rounds) in three
+            .cells
+            .iter_mut()
+            .filter(|c| c.workload == "qos0 delivered 1→1")
+            .zip([[300_000.0, 302_000.0, 298_000.0], [224_000.0, 226_000.0, 222_000.0]])
+        {
+            cell.throughput = common::results::Throughput::from_rounds(rounds.to_vec());
+        }
+        let qos0 = seed_table(&three).rows[1].clone();
+        assert_eq!(qos0[3], "0.75× [0.74–0.76] lower");
     }
 }

@@ -3,7 +3,8 @@
 //! once per file.
 
 use crate::report;
-use crate::results::{Report, Verdict};
+use crate::results::Report;
+use crate::verdict::Judgement;
 
 /// One file of the results folder: its name and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,12 +27,12 @@ pub trait Exporter {
     fn export(&self, report: &Report) -> Vec<Export>;
 }
 
-/// How a tool reads its own report: its verdicts, terminal summary, Markdown and charts. The
+/// How a tool reads its own report: its judgement, terminal summary, Markdown and charts. The
 /// defaults are the seed-style tables every tool shares; a tool overrides what it shows beyond.
 pub trait ToolReport: Sync {
-    /// The verdicts of the finished report (DESIGN rule 11).
-    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
-        report::verdicts(report)
+    /// The verdicts of the finished report, and the pairs without one (DESIGN rule 11).
+    fn judge(&self, report: &Report) -> Judgement {
+        report::judge(report)
     }
 
     /// The summary printed on stdout at the end of a run.

@@ -11,80 +11,12 @@ pub use table::Table;
 use std::time::Duration;
 
 use crate::human::{format_bytes, format_duration, format_latency_ns, format_rate};
-use crate::results::{Cell, Report, Status, SystemInfo, Throughput, Verdict, VerdictKind};
+use crate::results::{Cell, Metric, Report, Status, SystemInfo, Throughput};
+use crate::verdict::{self, Judgement};
 
-/// Compares every `ok` cell with the reference system's cell of the same workload, by
-/// [`judge`].
-pub fn verdicts(report: &Report) -> Vec<Verdict> {
-    let Some(reference) = report.reference.as_deref() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for workload in workloads(report) {
-        let Some(base) = find(report, &workload, reference).and_then(Cell::usable_throughput)
-        else {
-            continue;
-        };
-        for system in report.systems.iter().filter(|s| s.name != reference) {
-            let Some(other) =
-                find(report, &workload, &system.name).and_then(Cell::usable_throughput)
-            else {
-                continue;
-            };
-            let Some((ratio, verdict)) = judge(Band::of(base), Band::of(other)) else {
-                continue;
-            };
-            out.push(Verdict {
-                workload: workload.clone(),
-                system: system.name.clone(),
-                reference: reference.to_owned(),
-                ratio,
-                verdict,
-            });
-        }
-    }
-    out
-}
-
-/// One side of a verdict: a median, its round-to-round range, and how many measured rounds
-/// it comes from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Band {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub rounds: usize,
-}
-
-impl Band {
-    pub fn of(throughput: &Throughput) -> Band {
-        Band {
-            median: throughput.median,
-            min: throughput.min,
-            max: throughput.max,
-            rounds: throughput.rounds.len(),
-        }
-    }
-}
-
-/// The verdict on `other` against `base` (DESIGN rule 11), as the ratio of medians: parity when
-/// the two round-to-round ranges overlap (the noise band), else faster or slower. `None` unless
-/// each side has at least two measured rounds, because one round measures no band, and the
-/// base's median is positive. Every tool's verdicts go through this one rule.
-pub fn judge(base: Band, other: Band) -> Option<(f64, VerdictKind)> {
-    if base.rounds < 2 || other.rounds < 2 || base.median <= 0.0 {
-        return None;
-    }
-    let ratio = other.median / base.median;
-    let overlap = other.min <= base.max && base.min <= other.max;
-    let verdict = if overlap {
-        VerdictKind::Parity
-    } else if ratio > 1.0 {
-        VerdictKind::Faster
-    } else {
-        VerdictKind::Slower
-    };
-    Some((ratio, verdict))
+/// Every system against the reference, judged from the report's cells (DESIGN rule 11).
+pub fn judge(report: &Report) -> Judgement {
+    verdict::judge_report(report, verdict::threshold_of(report))
 }
 
 /// Workloads in the order they were first measured.
@@ -205,33 +137,76 @@ pub fn latency_table(report: &Report) -> Table {
     })
 }
 
-/// Each system against the reference, with the verdict.
-pub fn verdict_table(report: &Report, verdicts: &[Verdict]) -> Option<Table> {
-    let reference = report.reference.as_deref()?;
+/// Each system against the reference: the verdict tables of `judgement` (throughput, and p50
+/// and p99 latency where rounds recorded them), each pair's ratio with its interval, or why it
+/// has none.
+pub fn verdict_tables(report: &Report, judgement: &Judgement) -> Vec<Table> {
+    let Some(reference) = report.reference.as_deref() else {
+        return Vec::new();
+    };
     if report.systems.len() < 2 {
-        return None;
+        return Vec::new();
     }
-    let title =
-        format!("Against {reference} (ratio of medians; parity when the round ranges overlap)");
-    Some(grid(report, &title, |cell| {
-        if cell.system == reference {
-            return "—".to_owned();
-        }
-        verdicts
+    let percent = verdict::threshold_of(report) * 100.0;
+    let interval = format!("{:.0}% interval", verdict::CONFIDENCE * 100.0);
+    let figure = |cell: &Cell, metric: Metric| -> Option<String> {
+        if let Some(v) = judgement
+            .verdicts
             .iter()
-            .find(|v| v.workload == cell.workload && v.system == cell.system)
-            .map_or_else(
-                || "n/a".to_owned(),
-                |v| {
-                    let word = match v.verdict {
-                        VerdictKind::Faster => "faster",
-                        VerdictKind::Slower => "slower",
-                        VerdictKind::Parity => "parity",
-                    };
-                    format!("{:.2}× {word}", v.ratio)
-                },
-            )
-    }))
+            .find(|v| v.workload == cell.workload && v.system == cell.system && v.metric == metric)
+        {
+            return Some(verdict::describe(v));
+        }
+        judgement
+            .no_verdicts
+            .iter()
+            .find(|v| v.workload == cell.workload && v.system == cell.system && v.metric == metric)
+            .map(|v| format!("no verdict: {}", v.reason))
+    };
+    let mut tables = vec![grid(
+        report,
+        &format!(
+            "Against {reference}: throughput (ratio of medians [{interval}]; parity within ±{percent:.0}%)"
+        ),
+        |cell| {
+            if cell.system == reference {
+                return "—".to_owned();
+            }
+            if cell.status != Status::Ok {
+                return cell.status.as_str().to_owned();
+            }
+            figure(cell, Metric::Throughput).unwrap_or_else(|| cell.status.as_str().to_owned())
+        },
+    )];
+    let judged_latency = judgement
+        .verdicts
+        .iter()
+        .any(|v| v.metric != Metric::Throughput);
+    if judged_latency {
+        tables.push(grid(
+            report,
+            &format!(
+                "Against {reference}: latency p50 · p99 (ratio of medians of the rounds' percentiles [{interval}]; below 1 is faster)"
+            ),
+            |cell| {
+                if cell.system == reference {
+                    return "—".to_owned();
+                }
+                if cell.status != Status::Ok {
+                    return cell.status.as_str().to_owned();
+                }
+                let p50 = figure(cell, Metric::LatencyP50);
+                let p99 = figure(cell, Metric::LatencyP99);
+                match (p50, p99) {
+                    (Some(a), Some(b)) if a == b => a,
+                    (Some(a), Some(b)) => format!("{a} · {b}"),
+                    (Some(a), None) | (None, Some(a)) => a,
+                    (None, None) => cell.status.as_str().to_owned(),
+                }
+            },
+        ));
+    }
+    tables
 }
 
 /// Why each cell that is not `ok` has no figure.
@@ -353,7 +328,7 @@ fn title(report: &Report) -> String {
 /// The tables of the shared report: throughput, latency and, with a reference, the verdicts.
 pub fn shared_tables(report: &Report) -> Vec<Table> {
     let mut tables = vec![throughput_table(report), latency_table(report)];
-    tables.extend(verdict_table(report, &verdicts(report)));
+    tables.extend(verdict_tables(report, &judge(report)));
     tables
 }
 
@@ -490,7 +465,7 @@ pub fn floor_text(ns: u64) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::environment::Environment;
-    use crate::results::{Counts, Percentiles, Throughput};
+    use crate::results::{Counts, Percentiles, Throughput, VerdictKind};
 
     pub fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
         let mut cell = Cell::new(workload, system, "ops/s", 16, rounds.len() as u32);
@@ -546,22 +521,38 @@ pub(crate) mod tests {
                 cell("read 16c", "c", &[3_000.0, 3_100.0, 3_050.0]),
             ],
             verdicts: vec![],
+            no_verdicts: vec![],
             notes: vec!["all requests from one client host".into()],
             extra: Default::default(),
         }
     }
 
     #[test]
-    fn overlapping_ranges_are_parity_and_invalid_cells_get_no_verdict() {
-        let v = verdicts(&sample());
-        let find = |w: &str, s: &str| v.iter().find(|v| v.workload == w && v.system == s);
-        assert_eq!(find("write 1c", "b").unwrap().verdict, VerdictKind::Parity);
+    fn verdicts_come_from_intervals_and_invalid_cells_get_none() {
+        let judgement = judge(&sample());
+        let find = |w: &str, s: &str| {
+            judgement
+                .verdicts
+                .iter()
+                .find(|v| v.workload == w && v.system == s && v.metric == Metric::Throughput)
+        };
+        // b's rounds lie 2–8% above a's: the interval crosses the 5% threshold.
+        assert_eq!(
+            find("write 1c", "b").unwrap().verdict,
+            VerdictKind::Inconclusive
+        );
         let c = find("write 1c", "c").unwrap();
         assert_eq!(c.verdict, VerdictKind::Faster);
         assert!((c.ratio - 2050.0 / 1020.0).abs() < 1e-9);
         assert_eq!(find("read 16c", "c").unwrap().verdict, VerdictKind::Slower);
         assert!(find("read 16c", "b").is_none());
         assert!(find("write 1c", "a").is_none());
+        let none = judgement
+            .no_verdicts
+            .iter()
+            .find(|v| v.workload == "read 16c" && v.system == "b")
+            .unwrap();
+        assert!(none.reason.contains("no throughput figure"), "{none:?}");
     }
 
     #[test]
@@ -571,32 +562,14 @@ pub(crate) mod tests {
             cell.throughput =
                 Throughput::from_rounds(vec![cell.throughput.as_ref().unwrap().median]);
         }
-        assert!(verdicts(&report).is_empty());
-    }
-
-    #[test]
-    fn judge_needs_two_rounds_a_side_and_calls_overlap_parity() {
-        let band = |median: f64, min: f64, max: f64, rounds: usize| Band {
-            median,
-            min,
-            max,
-            rounds,
-        };
-        let base = band(100.0, 95.0, 105.0, 3);
-        assert_eq!(
-            judge(base, band(200.0, 190.0, 210.0, 2)),
-            Some((2.0, VerdictKind::Faster))
+        let judgement = judge(&report);
+        assert!(judgement.verdicts.is_empty());
+        assert!(
+            judgement
+                .no_verdicts
+                .iter()
+                .any(|v| v.reason == "1 measured round (a verdict needs 3 a side)")
         );
-        assert_eq!(
-            judge(base, band(50.0, 45.0, 55.0, 2)),
-            Some((0.5, VerdictKind::Slower))
-        );
-        assert_eq!(
-            judge(base, band(104.0, 100.0, 110.0, 2)).map(|v| v.1),
-            Some(VerdictKind::Parity)
-        );
-        assert_eq!(judge(base, band(200.0, 200.0, 200.0, 1)), None);
-        assert_eq!(judge(band(0.0, 0.0, 0.0, 3), base), None);
     }
 
     #[cfg(feature = "schema")]

@@ -245,7 +245,9 @@ impl Recording {
         }
         report.environment.loadavg_end = Some(loadavg());
         report.finished_at = Some(crate::clock::now_rfc3339());
-        report.verdicts = tool.verdicts(&report);
+        let judgement = tool.judge(&report);
+        report.verdicts = judgement.verdicts;
+        report.no_verdicts = judgement.no_verdicts;
         results.write_exports(&report, &exporters(tool))?;
         drop(progress);
         println!("{}", tool.terminal(&report));

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{Table, markdown_frame, terminal_frame, verdict_table};
+use common::report::{Table, judge, markdown_frame, terminal_frame, verdict_tables};
 use common::results::{Cell, Report, Status, SystemInfo};
 use serde_json::json;
 
@@ -261,7 +261,7 @@ pub fn render_terminal(report: &Report) -> String {
 /// the environment and the notes.
 pub fn render_markdown(report: &Report) -> String {
     let mut all = tables(report);
-    all.extend(verdict_table(report, &report.verdicts));
+    all.extend(verdict_tables(report, &judge(report)));
     markdown_frame(report, &all, "")
 }
 
@@ -428,6 +428,7 @@ pub(crate) mod tests {
                 invalid,
             ],
             verdicts: vec![],
+            no_verdicts: vec![],
             notes: vec!["synthetic".into()],
             extra: Default::default(),
         }

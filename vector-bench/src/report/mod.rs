@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate, format_thousands};
 use common::report::{
-    Band, Table, floor_text, judge, notes_markdown, problems_markdown, problems_text, run_line,
+    Table, floor_text, notes_markdown, problems_markdown, problems_text, run_line,
 };
-use common::results::{Cell, Report, Status, Verdict, VerdictKind};
+use common::results::{Cell, Metric, NoVerdict, Report, Status, Verdict};
+use common::verdict::{self, Direction, Judgement};
 use serde_json::{Value, json};
 
 use crate::curve::{MATCHED_RECALLS, Matched, Point, at_recall};
@@ -26,7 +27,7 @@ pub struct VectorReport;
 impl ToolReport for VectorReport {
     /// QPS at matched recall against the reference's (not common's per-cell comparison: two
     /// indexes rarely reach the same recall at the same ef).
-    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
+    fn judge(&self, report: &Report) -> Judgement {
         matched_verdicts(report, &curves(report))
     }
 
@@ -47,8 +48,8 @@ impl ToolReport for VectorReport {
 pub struct TruthReport;
 
 impl ToolReport for TruthReport {
-    fn verdicts(&self, _: &Report) -> Vec<Verdict> {
-        Vec::new()
+    fn judge(&self, _: &Report) -> Judgement {
+        Judgement::default()
     }
 
     /// One line per family, as the run printed it while computing, with any cache warning.
@@ -168,68 +169,94 @@ fn point_of(cell: &Cell) -> Option<Point> {
 }
 
 /// QPS at each matched recall against the reference's, where both curves cross that recall,
-/// judged by common's rule: parity when the interpolated round ranges overlap, and no verdict
-/// unless both sides' bracketing points have at least two measured rounds.
-fn matched_verdicts(report: &Report, curves: &[Curve]) -> Vec<Verdict> {
+/// judged by common's rule on the per-round figures: each round's QPS interpolated between the
+/// two bracketing ef points, then the interval of the ratio (no verdict with fewer than three
+/// rounds a side, or where a curve gives only a bound).
+fn matched_verdicts(report: &Report, curves: &[Curve]) -> Judgement {
+    let mut judgement = Judgement::default();
     let Some(reference) = report.reference.as_deref() else {
-        return Vec::new();
+        return judgement;
     };
-    let mut out = Vec::new();
+    let threshold = verdict::threshold_of(report);
     for base in curves.iter().filter(|c| c.system == reference) {
         for other in curves
             .iter()
             .filter(|c| c.family == base.family && c.system != reference)
         {
             for ((recall, a), (_, b)) in base.matched.iter().zip(&other.matched) {
-                let (Some(a), Some(b)) = (band(report, base, a), band(report, other, b)) else {
-                    continue;
-                };
-                let Some((ratio, verdict)) = judge(a, b) else {
-                    continue;
-                };
-                out.push(Verdict {
-                    workload: format!("{} · recall {recall:.2}", base.family),
+                let workload = format!("{} · recall {recall:.2}", base.family);
+                let no = |reason: String| NoVerdict {
+                    workload: workload.clone(),
                     system: other.system.clone(),
                     reference: reference.to_owned(),
-                    ratio,
-                    verdict,
-                });
+                    metric: Metric::Throughput,
+                    reason,
+                };
+                let (Some(theirs), Some(mine)) = (
+                    round_qps(report, base, a, *recall),
+                    round_qps(report, other, b, *recall),
+                ) else {
+                    if a.is_some() && b.is_some() {
+                        judgement.no_verdicts.push(no(
+                            "a curve that starts above this recall or never reaches it gives a bound, not a figure to divide".into(),
+                        ));
+                    }
+                    continue;
+                };
+                match verdict::judge_rounds(&mine, &theirs, threshold, Direction::HigherIsBetter)
+                {
+                    Ok((ratio, interval, kind)) => judgement.verdicts.push(Verdict {
+                        workload,
+                        system: other.system.clone(),
+                        reference: reference.to_owned(),
+                        metric: Metric::Throughput,
+                        ratio,
+                        interval: [interval.low, interval.high],
+                        confidence: interval.confidence,
+                        verdict: kind,
+                    }),
+                    Err(reason) => judgement.no_verdicts.push(no(reason)),
+                }
             }
         }
     }
-    out
+    judgement
 }
 
-/// A curve's interpolated QPS at one matched recall, with the measured rounds of the fewer of
-/// its two bracketing points. Only interpolations compare: a curve that starts above the recall
-/// gives a bound, and a bound against a figure is no ratio.
-fn band(report: &Report, curve: &Curve, matched: &Option<Matched>) -> Option<Band> {
+/// A curve's QPS at `target` recall, round by round: each measured round's QPS interpolated
+/// linearly between the two ef points around the target (the recall of a point does not vary
+/// by round: the same queries get the same answers). Only interpolations compare: a curve that
+/// starts above the recall gives a bound, and a bound against a figure is no ratio.
+fn round_qps(
+    report: &Report,
+    curve: &Curve,
+    matched: &Option<Matched>,
+    target: f64,
+) -> Option<Vec<f64>> {
     let Some(Matched::Interpolated {
-        ef_below,
-        ef_above,
-        qps,
-        qps_min,
-        qps_max,
-        ..
+        ef_below, ef_above, ..
     }) = *matched
     else {
         return None;
     };
-    let rounds = |ef: u64| {
+    let cell = |ef: u64| {
         let workload = format!("{} · ef {ef}", curve.family);
         report
             .cells
             .iter()
             .find(|c| c.system == curve.system && c.workload == workload)
-            .and_then(Cell::usable_throughput)
-            .map_or(0, |t| t.rounds.len())
     };
-    Some(Band {
-        median: qps,
-        min: qps_min,
-        max: qps_max,
-        rounds: rounds(ef_below).min(rounds(ef_above)),
-    })
+    let (below, above) = (cell(ef_below)?, cell(ef_above)?);
+    let recall = |c: &Cell| c.extra.get("recall").and_then(Value::as_f64);
+    let (ra, rb) = (recall(below)?, recall(above)?);
+    let t = if rb > ra { (target - ra) / (rb - ra) } else { 0.0 };
+    let (qa, qb) = (&below.usable_throughput()?.rounds, &above.usable_throughput()?.rounds);
+    Some(
+        qa.iter()
+            .zip(qb)
+            .map(|(x, y)| x + t * (y - x))
+            .collect(),
+    )
 }
 
 /// The families in the order they were measured.
@@ -375,14 +402,7 @@ fn matched_figure(matched: Option<Matched>, verdict: Option<&Verdict>) -> String
         ),
     };
     match verdict {
-        Some(v) => {
-            let word = match v.verdict {
-                VerdictKind::Faster => "faster",
-                VerdictKind::Slower => "slower",
-                VerdictKind::Parity => "parity",
-            };
-            format!("{figure} · {:.2}× {word}", v.ratio)
-        }
+        Some(v) => format!("{figure} · {}", verdict::describe(v)),
         None => figure,
     }
 }

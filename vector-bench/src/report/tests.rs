@@ -1,7 +1,7 @@
 //! Rendering tests on a synthetic report (no timings from a real run), snapshot-tested.
 
 use common::environment::Environment;
-use common::results::{Cell, Percentiles, Report, Status, SystemInfo, Throughput};
+use common::results::{Cell, Percentiles, Report, Status, SystemInfo, Throughput, VerdictKind};
 use serde_json::json;
 
 use super::*;
@@ -69,6 +69,7 @@ pub fn sample() -> Report {
             refused,
         ],
         verdicts: vec![],
+        no_verdicts: vec![],
         notes: vec!["synthetic".into()],
         extra: Default::default(),
     };
@@ -81,12 +82,14 @@ pub fn sample() -> Report {
                 "problem": "not offered: no quantization"}]),
     );
     report.extra.insert("curves".into(), curves_json(&report));
-    report.verdicts = VectorReport.verdicts(&report);
+    let judgement = VectorReport.judge(&report);
+    report.verdicts = judgement.verdicts;
+    report.no_verdicts = judgement.no_verdicts;
     report
 }
 
 #[test]
-fn matched_recall_interpolates_and_judges_by_the_noise_band() {
+fn matched_recall_interpolates_and_judges_by_the_interval() {
     let report = sample();
     let at = |workload: &str| {
         report
@@ -102,11 +105,19 @@ fn matched_recall_interpolates_and_judges_by_the_noise_band() {
     let has = |workload: &str| report.verdicts.iter().any(|v| v.workload == workload);
     // At 0.90 b's curve starts above: its ef 32 figure is a bound, which gives no ratio.
     assert!(!has("f32 · unfiltered · recall 0.90"));
+    let bound = report
+        .no_verdicts
+        .iter()
+        .find(|v| v.workload == "f32 · unfiltered · recall 0.90")
+        .unwrap();
+    assert!(bound.reason.contains("gives a bound"), "{bound:?}");
     // At 0.99 b never gets there: no verdict.
     assert!(!has("f32 · unfiltered · recall 0.99"));
-    // Filtered, both cross 0.90 between ef 32 and 64 with overlapping ranges: parity.
+    // Filtered, both cross 0.90 between ef 32 and 64: b's interpolated rounds (840–930 q/s) lie
+    // from 3% below to 12% above a's (827–867): the interval crosses the 5% threshold.
     let v = at("f32 · filter 1% · recall 0.90");
-    assert_eq!(v.verdict, VerdictKind::Parity, "{v:?}");
+    assert_eq!(v.verdict, VerdictKind::Inconclusive, "{v:?}");
+    assert!(v.interval[0] < 1.0 && v.interval[1] > 1.05, "{v:?}");
 }
 
 #[test]
@@ -119,8 +130,8 @@ fn one_measured_round_a_side_gives_no_verdict_at_matched_recall() {
     }
     // b's curve and its interpolated figures are as before; only the verdict needs two rounds.
     assert_eq!(curves(&report).len(), 4);
-    assert!(VectorReport.verdicts(&report).is_empty());
-    assert!(!VectorReport.verdicts(&sample()).is_empty());
+    assert!(VectorReport.judge(&report).verdicts.is_empty());
+    assert!(!VectorReport.judge(&sample()).verdicts.is_empty());
 }
 
 #[test]
