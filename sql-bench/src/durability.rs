@@ -83,7 +83,7 @@ impl Durability {
 }
 
 /// Where the point reads of the read and mixed workloads go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReadFrom {
     /// Every operation goes to the primary (as in seed 000).

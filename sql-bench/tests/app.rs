@@ -48,7 +48,7 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = app(&out, &[]).unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
     let report = &summary.report;
     let scenarios: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
@@ -121,7 +121,7 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
     )
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
     for system in &report.systems {
         assert_eq!(
             system.verified["app_records.extra_indexes"], "none",
@@ -226,7 +226,7 @@ fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
     let target = format!("misfiled={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let inspection = cell(report, "inspection", "misfiled");
     assert_eq!(inspection.status, Status::Invalid, "{inspection:?}");
     assert!(
@@ -263,7 +263,7 @@ fn an_engine_missing_a_declared_index_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let target = format!("unindexed={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     for cell in summary.report.cells.iter().filter(|c| c.workload != "fill") {
         assert_eq!(cell.status, Status::Refused, "{cell:?}");
         assert!(
@@ -428,7 +428,7 @@ fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
         .args(["stop", state.path().to_str().unwrap()])
         .status();
     let summary = summary.expect("a lost server is a recorded cell, not a failed run");
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     assert!(
         report

@@ -45,7 +45,7 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
     let cassandra = &report.systems[0];
     assert_eq!(cassandra.name, "cassandra");
     assert!(

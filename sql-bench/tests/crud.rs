@@ -23,7 +23,7 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = run(&args("crud", &out, &[])).unwrap();
-    assert_eq!(summary.exit_code, 0);
+    assert_eq!(summary.exit, Exit::AllOk);
     let report = &summary.report;
     let names: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(names, ["write 1c", "write 4c", "read 4c", "mixed 4c"]);
@@ -89,7 +89,7 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -203,7 +203,7 @@ fn a_rate_the_client_cannot_reach_is_client_limited_not_published() {
         "{:?}",
         cell.reason
     );
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn ctrl_c_stops_the_run_and_still_writes_the_report() {
     });
     let summary = run_with(&args("crud", &out, &["--duration", "1s"]), interrupt).unwrap();
     stopper.join().unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     assert!(
         report.notes.iter().any(|n| n.contains("interrupted")),
@@ -262,7 +262,7 @@ fn a_durability_mismatch_is_refused_or_measured_and_labelled() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let refused = cell(&summary.report, "write 1c", "pg");
     assert_eq!(refused.status, Status::Refused);
     assert!(
@@ -374,11 +374,11 @@ fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
         ),
         (
             vec!["--target".into(), "postgres://127.0.0.1:notaport/db".into()],
-            "is not a target sql-bench can drive",
+            "is not a usable target",
         ),
         (
             vec!["--target".into(), "mysql://u@127.0.0.1:99999/db".into()],
-            "is not a target sql-bench can drive",
+            "is not a usable target",
         ),
         (
             vec!["--reference".into(), "nobody".into()],

@@ -16,12 +16,11 @@ use serde_json::{Value as Json, json};
 mod docs;
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
-    split_authority,
+    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 
 const PREFIX: &str = "fairbench_";
 const MARKER_DOC: &str = "_local/fairbench";
@@ -449,7 +448,9 @@ impl Target for CouchTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: location_of_url(&self.identity.url_redacted),
                 mismatches,
+                settings_checks: None,
             })
         })
     }

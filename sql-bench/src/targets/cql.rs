@@ -26,12 +26,11 @@ mod docs;
 mod durability;
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
-    split_authority,
+    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 use durability::{check, requirement};
 
 const DEFAULT_KEYSPACE: &str = "fairbench";
@@ -460,7 +459,9 @@ impl Target for CqlTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: location_of_url(&self.identity.url_redacted),
                 mismatches,
+                settings_checks: None,
             })
         })
     }

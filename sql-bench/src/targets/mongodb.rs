@@ -8,17 +8,18 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{Error as MongoError, ErrorKind};
-use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+use mongodb::options::{Acknowledgment, ClientOptions, ServerAddress, WriteConcern};
 use mongodb::{Client, Collection as MongoCollection, Database};
 
 mod docs;
 
-use super::{Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error};
+use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 
 /// fairbench's own database; nothing outside it is written.
 const DATABASE: &str = "fairbench";
@@ -122,6 +123,19 @@ impl MongoTarget {
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
         query_error(&self.identity, e)
+    }
+
+    /// Where the deployment runs: on this machine when every host the URL names is.
+    fn location(&self) -> Location {
+        let local = self.options.hosts.iter().all(|host| match host {
+            ServerAddress::Tcp { host, .. } => is_local_host(host),
+            _ => true,
+        });
+        if local {
+            Location::Local
+        } else {
+            Location::Remote
+        }
     }
 
     fn database(&self) -> Database {
@@ -361,7 +375,9 @@ impl Target for MongoTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: self.location(),
                 mismatches,
+                settings_checks: None,
             })
         })
     }

@@ -12,19 +12,18 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
+pub mod cluster;
 mod docs;
 
-use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
-    op_error,
-};
+use super::{Description, Identity, KvTable, Target, TargetError, location_of_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::replication::Routed;
-use crate::suites::crud::workers::async_workers;
+use crate::replication::ClusterEvidence;
+use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
 const DATABASE: &str = "fairbench";
 const MARKER: &str = "created by fairbench";
@@ -186,14 +185,13 @@ impl Target for MysqlTarget {
             } else {
                 "mysql"
             };
-            let local = is_local_host(self.opts.ip_or_hostname());
+            let location = location_of_host(self.opts.ip_or_hostname());
             let data_dir = settings
                 .remove("datadir")
-                .filter(|_| local)
+                .filter(|_| location == Location::Local)
                 .map(PathBuf::from);
-            let mismatches = crate::durability::mismatches(
-                &crate::replication::mariadb::settings_checks(&settings, durability),
-            );
+            let checks = cluster::settings_checks(&settings, durability);
+            let mismatches = crate::durability::mismatches(&checks);
             let pretty = match kind {
                 "mariadb" => format!("MariaDB {version}"),
                 _ => format!("MySQL {version}"),
@@ -203,9 +201,20 @@ impl Target for MysqlTarget {
                 version: pretty,
                 settings,
                 data_dir,
+                location,
                 mismatches,
+                settings_checks: Some(checks),
             })
         })
+    }
+
+    fn read_cluster<'a>(
+        &'a self,
+        replicas: &'a [TargetSpec],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
+        let (opts, identity) = (self.opts.clone(), self.identity.clone());
+        Box::pin(async move { cluster::verify(&opts, &identity, replicas, durability).await })
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {

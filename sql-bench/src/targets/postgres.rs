@@ -11,20 +11,19 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+pub mod cluster;
 mod cockroach;
 mod docs;
 
-use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
-    op_error,
-};
+use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::replication::Routed;
-use crate::suites::crud::workers::async_workers;
+use crate::replication::ClusterEvidence;
+use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
 const SCHEMA: &str = "fairbench";
 const MARKER: &str = "created by fairbench";
@@ -156,6 +155,15 @@ impl PostgresTarget {
         })
     }
 
+    /// Where the server runs: on this machine when every host the URL names is.
+    fn location(&self) -> Location {
+        if self.is_local() {
+            Location::Local
+        } else {
+            Location::Remote
+        }
+    }
+
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
     async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
         let row = self
@@ -229,9 +237,8 @@ impl Target for PostgresTarget {
                 .remove("data_directory")
                 .filter(|_| self.is_local())
                 .map(PathBuf::from);
-            let mismatches = crate::durability::mismatches(
-                &crate::replication::postgres::settings_checks(&settings, durability),
-            );
+            let checks = cluster::settings_checks(&settings, durability);
+            let mismatches = crate::durability::mismatches(&checks);
             let kind = if full.starts_with("CockroachDB") {
                 "cockroachdb"
             } else {
@@ -242,9 +249,21 @@ impl Target for PostgresTarget {
                 version,
                 settings,
                 data_dir,
+                location: self.location(),
                 mismatches,
+                // Only PostgreSQL's own cluster is read (CockroachDB's replicas are its ranges).
+                settings_checks: (kind == "postgres").then_some(checks),
             })
         })
+    }
+
+    fn read_cluster<'a>(
+        &'a self,
+        replicas: &'a [TargetSpec],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
+        let (config, identity) = (self.config.clone(), self.identity.clone());
+        Box::pin(async move { cluster::verify(&config, &identity, replicas, durability).await })
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {

@@ -11,14 +11,15 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use rusqlite::{Connection, OptionalExtension, params};
 
 mod docs;
 
-use super::{BlockingKvSession, Description, Identity, KvTable, KvWorkers, Target, TargetError};
+use super::{Description, Identity, KvTable, Target, TargetError};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::blocking_workers;
+use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
 
 /// Every fairbench table carries this prefix (SQLite has no schemas).
 const PREFIX: &str = "fairbench_";
@@ -107,6 +108,14 @@ impl SqliteTarget {
                 .optional()?
                 .is_some();
         Ok(Some(marked))
+    }
+
+    /// The folder of the database file, where its commits are synced.
+    fn folder(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
     }
 
     fn has_marker_table(&self) -> rusqlite::Result<bool> {
@@ -235,8 +244,10 @@ impl Target for SqliteTarget {
                 kind: "sqlite".into(),
                 version: format!("SQLite {version}"),
                 settings,
-                data_dir: self.path.parent().map(Path::to_path_buf),
+                data_dir: Some(self.folder()),
+                location: Location::Embedded,
                 mismatches,
+                settings_checks: None,
             })
         })
     }
