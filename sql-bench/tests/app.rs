@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::results::{Report, Status};
+use common::results::{Location, Report, Status};
 use support::*;
 
 /// Small but shaped like the seed: enough rows for every scenario to return something.
@@ -49,6 +49,7 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     let out = dir.path().join("run");
     let summary = app(&out, &[]).unwrap();
     assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&out);
     let report = &summary.report;
     let scenarios: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
@@ -84,6 +85,15 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     assert_eq!(cell(report, "point-read", "sqlite").extra["rows"], 200);
     assert_eq!(cell(report, "first-page", "sqlite").extra["rows"], 50);
     let sqlite = &report.systems[0];
+    assert_eq!(sqlite.location, Location::Embedded);
+    assert!(
+        sqlite.durable_write_floor_ns.is_some(),
+        "the app suite measures the floor where the database file lives"
+    );
+    assert!(
+        !out.join("throughput.svg").exists(),
+        "the app suite draws no chart"
+    );
     assert_eq!(sqlite.verified["app_records.extra_indexes"], "none");
     for field in [
         "_inspection_id",
@@ -122,6 +132,11 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
     .unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
+    for system in &report.systems[..2] {
+        assert_eq!(system.location, Location::Local, "{}", system.name);
+        assert!(system.durable_write_floor_ns.is_some(), "{}", system.name);
+    }
     for system in &report.systems {
         assert_eq!(
             system.verified["app_records.extra_indexes"], "none",

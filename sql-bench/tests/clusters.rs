@@ -191,6 +191,7 @@ fn measure(
         "{config}: {:#?}",
         summary.report.cells
     );
+    assert_matches_schema(dir);
     let evidence = assert_measured_and_verified(&summary.report, dir, config);
     (summary, evidence)
 }

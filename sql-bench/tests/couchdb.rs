@@ -56,6 +56,7 @@ fn pouchdb_server_is_named_as_itself_and_its_unsynced_writes_are_refused_unless_
     ))
     .unwrap();
     let report = &summary.report;
+    assert_matches_schema(dir.path());
     for cell in &report.cells {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }

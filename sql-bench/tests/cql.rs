@@ -46,6 +46,7 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
     .unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
     let cassandra = &report.systems[0];
     assert_eq!(cassandra.name, "cassandra");
     assert!(
@@ -75,6 +76,7 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
     ))
     .unwrap();
     let report = &summary.report;
+    assert_matches_schema(dir.path());
     for cell in &report.cells {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::results::{Report, Status};
+use common::results::{Location, Report, Status};
 use support::*;
 
 fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a common::results::Cell {
@@ -24,6 +24,7 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
     let out = dir.path().join("run");
     let summary = run(&args("crud", &out, &[])).unwrap();
     assert_eq!(summary.exit, Exit::AllOk);
+    assert_matches_schema(&out);
     let report = &summary.report;
     let names: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(names, ["write 1c", "write 4c", "read 4c", "mixed 4c"]);
@@ -50,6 +51,8 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
     assert_eq!(sqlite.verified["synchronous"], "2");
     assert!(sqlite.version.starts_with("SQLite 3."));
     assert!(sqlite.durable_write_floor_ns.is_some());
+    assert_eq!(sqlite.location, Location::Embedded);
+    assert!(sqlite.not_measured.is_empty(), "{:?}", sqlite.not_measured);
     assert!(report.data.as_ref().unwrap().checksum.len() == 16);
 
     let json = read_json(&out);
@@ -90,6 +93,7 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
     .unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -97,6 +101,12 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
         "unnamed systems are named after their engine"
     );
     assert_eq!(report.reference.as_deref(), Some("postgres"));
+    for system in &report.systems[..2] {
+        // Local servers: each floor is measured in the data directory the server reported.
+        assert_eq!(system.location, Location::Local, "{}", system.name);
+        assert!(system.data_dir.is_some(), "{}", system.name);
+        assert!(system.durable_write_floor_ns.is_some(), "{}", system.name);
+    }
 
     let postgres = &report.systems[0];
     assert!(
