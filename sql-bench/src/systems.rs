@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::bail;
 use common::options::{CommonOpts, TargetSpec};
-use common::results::SystemInfo;
+use common::results::{Location, SystemInfo};
 
 use crate::durability::{Check, Durability};
 use crate::targets::{self, Target};
@@ -64,6 +64,13 @@ pub async fn connect_all(
             refused: None,
             settings_checks: description.settings_checks.clone(),
         };
+        if system.info.location == Location::Local && system.info.data_dir.is_none() {
+            // The lifecycle measures a floor where a system says its data is; say why not.
+            system.info.not_measured.push(
+                "durable-write floor of its disk: the server does not report where it keeps its data"
+                    .into(),
+            );
+        }
         if !description.mismatches.is_empty() {
             let what = description.mismatches.join("; ");
             if allow_unmatched {

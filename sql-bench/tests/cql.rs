@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use common::options::TargetSpec;
-use common::results::Status;
+use common::results::{Location, Status};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use sql_bench::durability::Durability;
@@ -62,6 +62,13 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
         "k (partition key, system_schema.columns)"
     );
     assert!(cassandra.labels.is_empty());
+    assert_eq!(cassandra.location, Location::Local);
+    assert!(cassandra.durable_write_floor_ns.is_none());
+    assert!(
+        cassandra.not_measured[0].contains("does not report where it keeps its data"),
+        "{:?}",
+        cassandra.not_measured
+    );
 }
 
 #[test]

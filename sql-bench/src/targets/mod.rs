@@ -236,6 +236,11 @@ mod tests {
         assert_eq!(url_host("postgres://db.example.com/x"), "db.example.com");
         assert_eq!(url_host("127.0.0.1:9042"), "127.0.0.1");
         assert_eq!(url_host("http://localhost:5984"), "localhost");
+        assert_eq!(location_of_url("cql://127.0.0.1:9042"), Location::Local);
+        assert_eq!(
+            location_of_url("couchdb://u:***@db.example.com:5984"),
+            Location::Remote
+        );
     }
 
     #[test]
