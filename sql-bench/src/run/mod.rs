@@ -7,18 +7,9 @@ mod crud;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use common::run::{Summary, Tool};
+use common::run::Summary;
 
 use crate::opts::{Opts, Suite};
-
-/// sql-bench running `suite`.
-fn tool(suite: &'static str) -> Tool {
-    Tool {
-        name: "sql-bench",
-        version: env!("CARGO_PKG_VERSION"),
-        suite,
-    }
-}
 
 /// Runs the suite `opts` names. Bad input fails before any system's data is touched.
 pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {

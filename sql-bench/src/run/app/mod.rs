@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use common::options::TargetSpec;
 use common::protocol::round_order;
 use common::results::SystemInfo;
-use common::run::{Begin, Lifecycle, Recording, Summary};
+use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
 
 use crate::opts::AppOpts;
 use crate::report::app::{AppReport, notes, summary, verdicts};
@@ -19,6 +19,12 @@ use crate::suites::app::cells::Cells;
 use crate::suites::app::scenarios::Scenario;
 use crate::suites::app::{COLLECTION, Data};
 use crate::systems::{self, Connected};
+
+const TOOL: Tool = Tool {
+    name: "sql-bench",
+    version: env!("CARGO_PKG_VERSION"),
+    suite: "app",
+};
 
 /// What was held equal for every engine.
 const SECTION: &str = "Drop-in mode: one JSON document per record, six declared secondary indexes, every request sequential through the data layer";
@@ -28,7 +34,7 @@ pub async fn run(opts: &AppOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<S
     opts.validate()?;
     let scenarios = plan_scenarios(opts)?;
     let specs = systems::plan_targets(&opts.common)?;
-    let lifecycle = Lifecycle::start(super::tool("app"), &opts.common, opts, interrupt)?;
+    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let mut systems = match connect(opts, &specs, &lifecycle).await {
         Ok(connected) => connected,
         Err(e) => return Err(lifecycle.abandon(e)),

@@ -10,7 +10,7 @@ use common::options::TargetSpec;
 use common::protocol::CellBuilder;
 use common::results::{Report, Status};
 
-use super::System;
+use super::system::{ClusterState, System};
 use crate::durability::{Check, ReadFrom};
 use crate::opts::CrudOpts;
 use crate::replication::{self, DurabilityEvidence, SystemEvidence};
@@ -29,17 +29,6 @@ pub(super) fn check_options(opts: &CrudOpts) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// A system's replicas and what its cluster reported.
-#[derive(Default)]
-pub(super) struct ClusterState {
-    /// Its replicas (`--replica`), resolved to URLs.
-    replicas: Vec<TargetSpec>,
-    /// Its URL under its settled name, once its cluster has been read.
-    spec: Option<TargetSpec>,
-    /// What its servers reported about the durability configuration.
-    evidence: Option<SystemEvidence>,
 }
 
 /// Reads every system's cluster once the systems are connected and named, and judges each on

@@ -11,7 +11,8 @@ use common::results::{Cell, Report, Status};
 use common::run::Recording;
 use common::window::WindowPlan;
 
-use super::{System, cluster, tables};
+use super::cluster;
+use super::system::{System, tables};
 use crate::opts::CrudOpts;
 use crate::session::{Kind, KvWindow, Mix};
 use crate::suites::crud::workload::Workload;

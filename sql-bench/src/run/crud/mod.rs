@@ -5,6 +5,7 @@
 
 mod cluster;
 mod measure;
+mod system;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -12,49 +13,28 @@ use std::sync::atomic::AtomicBool;
 use anyhow::bail;
 use common::options::TargetSpec;
 use common::progress::Progress;
-use common::results::SystemInfo;
-use common::run::{Begin, Lifecycle, Summary};
+use common::run::{Begin, Lifecycle, Summary, Tool};
 
-use crate::durability::Check;
+use self::system::{System, measured, tables};
 use crate::opts::CrudOpts;
 use crate::report::crud::CrudReport;
-use crate::session::{KvWorkers, MAX_CONNECTIONS, MAX_WINDOWS};
+use crate::session::{MAX_CONNECTIONS, MAX_WINDOWS};
 use crate::suites::crud::data::CrudData;
 use crate::suites::crud::workload::Workload;
 use crate::systems::{self, Connected};
-use crate::targets::{KvTable, Target};
+use crate::targets::KvTable;
 
-/// The table point reads go to.
-const READ_TABLE: &str = "crud_read";
-/// The table inserts go to.
-const WRITE_TABLE: &str = "crud_write";
-
-/// One system as the run sees it.
-struct System {
-    target: Box<dyn Target>,
-    info: SystemInfo,
-    workers: Option<Box<dyn KvWorkers>>,
-    /// Why the system is not measured at all.
-    refused: Option<String>,
-    /// Every check of its own settings, for an engine whose cluster can be read.
-    settings_checks: Option<Vec<Check>>,
-    /// Why its reads cannot be trusted (the read table did not verify).
-    reads_invalid: Option<String>,
-    /// Its replicas and what its cluster reported (C0–C4).
-    cluster: cluster::ClusterState,
-}
-
-impl System {
-    fn name(&self) -> &str {
-        &self.info.name
-    }
-}
+const TOOL: Tool = Tool {
+    name: "sql-bench",
+    version: env!("CARGO_PKG_VERSION"),
+    suite: "crud",
+};
 
 /// Runs the suite. Bad input fails before any system's data is touched.
 pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let workloads = plan(opts)?;
     let specs = systems::plan_targets(&opts.common)?;
-    let lifecycle = Lifecycle::start(super::tool("crud"), &opts.common, opts, interrupt)?;
+    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
     let sessions = workloads.iter().map(|w| w.connections).max().unwrap_or(1) as usize;
     let prepared = prepare(opts, &specs, &data, sessions, &lifecycle).await;
@@ -128,14 +108,6 @@ fn plan(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
     Ok(workloads)
 }
 
-fn tables(opts: &CrudOpts) -> (KvTable, KvTable) {
-    let table = |name| KvTable {
-        name,
-        value_len: opts.value_size,
-    };
-    (table(READ_TABLE), table(WRITE_TABLE))
-}
-
 /// Connects to every system, reads what each reports, verifies durability and each cluster,
 /// checks the namespace, then creates and verifies the tables and opens the worker sessions.
 async fn prepare(
@@ -187,11 +159,6 @@ fn say_refusals(systems: &[System], progress: &Progress) {
             ));
         }
     }
-}
-
-/// The systems not refused.
-fn measured(systems: &mut [System]) -> impl Iterator<Item = &mut System> {
-    systems.iter_mut().filter(|s| s.refused.is_none())
 }
 
 /// Opens every target and reads what it reports about itself (see [`systems::connect_all`]).

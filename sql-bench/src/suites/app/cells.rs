@@ -9,7 +9,7 @@ use common::protocol::severity;
 use common::recorder::{Recorder, encode_histogram, percentiles};
 use common::results::{Cell, Report, Status, SystemInfo, Throughput};
 
-use super::Data;
+use super::data::Data;
 use super::scenarios::{Answer, Scenario, expected};
 use crate::opts::AppOpts;
 
