@@ -1,6 +1,7 @@
 //! The durability configurations of seed 000: what every system must guarantee before a write
-//! is acknowledged. Each target checks its own settings against the configuration asked for;
-//! `crate::replication` checks the cluster (standbys, replicas) from the servers' own status.
+//! is acknowledged. Each target checks its own settings against the configuration asked for,
+//! and reads its cluster (standbys, replicas) from the servers' own status beside its engine
+//! (`targets/postgres/cluster.rs`, `targets/mysql/cluster.rs`, `targets/cql/durability.rs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -54,11 +54,7 @@ pub(crate) fn parse_opts(spec: &TargetSpec) -> Result<Opts, TargetError> {
 }
 
 pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
-    let failure = |message: String| TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message,
-    };
+    let failure = |message: String| identity.connect_error(message);
     match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e)) => {
@@ -74,13 +70,6 @@ pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, Ta
             "no answer within {}s",
             CONNECT_TIMEOUT.as_secs()
         ))),
-    }
-}
-
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
     }
 }
 
@@ -106,7 +95,7 @@ impl MysqlTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     async fn variables(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>, TargetError> {
@@ -121,7 +110,7 @@ impl MysqlTarget {
                 "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"
             ))
             .await
-            .map_err(|e| query_error(&self.identity, e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         Ok(rows.into_iter().collect())
     }
 
@@ -134,16 +123,13 @@ impl MysqlTarget {
                 (DATABASE, name),
             )
             .await
-            .map_err(|e| query_error(&self.identity, e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         Ok(comment.map(|c| c == MARKER))
     }
 
     async fn ensure_ours_or_absent(&mut self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("table {}", physical(name)),
-            }),
+            Some(false) => Err(self.identity.foreign(format!("table {}", physical(name)))),
             _ => Ok(()),
         }
     }
@@ -456,11 +442,11 @@ async fn open_session(
     let read = conn
         .prep(read_sql)
         .await
-        .map_err(|e| query_error(identity, e).to_string())?;
+        .map_err(|e| identity.query_error(e).to_string())?;
     let insert = conn
         .prep(write_sql)
         .await
-        .map_err(|e| query_error(identity, e).to_string())?;
+        .map_err(|e| identity.query_error(e).to_string())?;
     Ok(MysqlSession { conn, read, insert })
 }
 

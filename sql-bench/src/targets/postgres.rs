@@ -63,11 +63,8 @@ pub(crate) async fn connect(config: &Config, identity: &Identity) -> Result<Clie
             Ok(Ok(pair)) => pair,
             Ok(Err(e)) => return Err(connect_error(identity, &e)),
             Err(_) => {
-                return Err(TargetError::Connect {
-                    system: identity.name.clone(),
-                    url: identity.url_redacted.clone(),
-                    message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
-                });
+                return Err(identity
+                    .connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs())));
             }
         };
     tokio::spawn(async move {
@@ -96,18 +93,7 @@ fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError 
     } else {
         ""
     };
-    TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message: format!("{detail}{hint}"),
-    }
-}
-
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
+    identity.connect_error(format!("{detail}{hint}"))
 }
 
 /// The most useful text of a tokio-postgres error: the server's own message when there is one.
@@ -121,11 +107,7 @@ fn describe_error(e: &tokio_postgres::Error) -> String {
 impl PostgresTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
         let config = parse_config(spec)?;
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "postgres".into()),
-            kind: "postgres".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "postgres");
         let control = connect(&config, &identity).await?;
         Ok(Box::new(PostgresTarget {
             identity,
@@ -136,7 +118,7 @@ impl PostgresTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     async fn query_value(&self, sql: &str) -> Result<String, TargetError> {
@@ -181,10 +163,9 @@ impl PostgresTarget {
 
     async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("relation {}", physical(name)),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("relation {}", physical(name)))),
             _ => Ok(()),
         }
     }
@@ -511,7 +492,7 @@ async fn open_session(
             client
                 .prepare(sql)
                 .await
-                .map_err(|e| query_error(identity, describe_error(&e)).to_string())
+                .map_err(|e| identity.query_error(describe_error(&e)).to_string())
         }
     };
     let read = prepare(read_sql).await?;

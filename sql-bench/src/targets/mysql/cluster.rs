@@ -186,10 +186,7 @@ pub async fn verify(
     let mut conn = connect(opts, identity).await?;
     let facts = read_primary(&mut conn)
         .await
-        .map_err(|e| TargetError::Query {
-            system: identity.name.clone(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| identity.query_error(e))?;
     let mut checks = primary_checks(&facts, durability);
     checks.extend(replicas_given(
         "replicas",

@@ -158,13 +158,10 @@ pub fn standbys_check(standbys: &[Standby], durability: Durability) -> Check {
 }
 
 fn query_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: match e.as_db_error() {
-            Some(db) => db.message().to_owned(),
-            None => e.to_string(),
-        },
-    }
+    identity.query_error(match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    })
 }
 
 /// `host:port` of a connection, as the client sees it.
