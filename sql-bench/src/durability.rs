@@ -1,6 +1,7 @@
 //! The durability configurations of seed 000: what every system must guarantee before a write
-//! is acknowledged. Each target checks its own settings against the configuration asked for;
-//! `crate::replication` checks the cluster (standbys, replicas) from the servers' own status.
+//! is acknowledged. Each target checks its own settings against the configuration asked for,
+//! and reads its cluster (standbys, replicas) from the servers' own status beside its engine
+//! (`targets/postgres/cluster.rs`, `targets/mysql/cluster.rs`, `targets/cql/durability.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -83,7 +84,7 @@ impl Durability {
 }
 
 /// Where the point reads of the read and mixed workloads go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReadFrom {
     /// Every operation goes to the primary (as in seed 000).

@@ -1,16 +1,7 @@
 //! The `sql-bench` command: parse, run, print the error chain on failure.
 
-use std::process::ExitCode;
-
 use clap::Parser;
 
-fn main() -> ExitCode {
-    let opts = sql_bench::Opts::parse();
-    match sql_bench::run(opts) {
-        Ok(summary) => ExitCode::from(summary.exit_code),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+fn main() -> std::process::ExitCode {
+    common::run::exit(sql_bench::run(sql_bench::Opts::parse()))
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::results::{Report, Status};
+use common::results::{Location, Report, Status};
 use support::*;
 
 /// Small but shaped like the seed: enough rows for every scenario to return something.
@@ -48,7 +48,8 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = app(&out, &[]).unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&out);
     let report = &summary.report;
     let scenarios: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
@@ -84,6 +85,15 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     assert_eq!(cell(report, "point-read", "sqlite").extra["rows"], 200);
     assert_eq!(cell(report, "first-page", "sqlite").extra["rows"], 50);
     let sqlite = &report.systems[0];
+    assert_eq!(sqlite.location, Location::Embedded);
+    assert!(
+        sqlite.durable_write_floor_ns.is_some(),
+        "the app suite measures the floor where the database file lives"
+    );
+    assert!(
+        !out.join("throughput.svg").exists(),
+        "the app suite draws no chart"
+    );
     assert_eq!(sqlite.verified["app_records.extra_indexes"], "none");
     for field in [
         "_inspection_id",
@@ -121,7 +131,12 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
     )
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
+    for system in &report.systems[..2] {
+        assert_eq!(system.location, Location::Local, "{}", system.name);
+        assert!(system.durable_write_floor_ns.is_some(), "{}", system.name);
+    }
     for system in &report.systems {
         assert_eq!(
             system.verified["app_records.extra_indexes"], "none",
@@ -226,7 +241,7 @@ fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
     let target = format!("misfiled={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let inspection = cell(report, "inspection", "misfiled");
     assert_eq!(inspection.status, Status::Invalid, "{inspection:?}");
     assert!(
@@ -263,7 +278,7 @@ fn an_engine_missing_a_declared_index_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let target = format!("unindexed={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     for cell in summary.report.cells.iter().filter(|c| c.workload != "fill") {
         assert_eq!(cell.status, Status::Refused, "{cell:?}");
         assert!(
@@ -428,7 +443,7 @@ fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
         .args(["stop", state.path().to_str().unwrap()])
         .status();
     let summary = summary.expect("a lost server is a recorded cell, not a failed run");
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     assert!(
         report

@@ -186,10 +186,12 @@ fn measure(
     let replica = (n > 0).then(|| cluster.replica_flag(name, n));
     let summary = crud(dir, config, &target, replica.as_deref(), &[]).unwrap();
     assert_eq!(
-        summary.exit_code, 0,
+        summary.exit,
+        Exit::AllOk,
         "{config}: {:#?}",
         summary.report.cells
     );
+    assert_matches_schema(dir);
     let evidence = assert_measured_and_verified(&summary.report, dir, config);
     (summary, evidence)
 }
@@ -269,7 +271,7 @@ fn postgres_c0_to_c4_are_read_from_the_servers_and_lies_are_refused() {
         &["--read-from", "replicas"],
     )
     .unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
     assert!(
         summary
             .report
@@ -357,7 +359,7 @@ fn mariadb_c0_to_c4_are_read_from_the_servers_and_a_lying_semi_sync_flag_is_refu
         &["--read-from", "replicas"],
     )
     .unwrap();
-    assert_eq!(summary.exit_code, 0, "{:#?}", summary.report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
     assert!(
         summary
             .report
@@ -483,7 +485,7 @@ fn a_cluster_that_leaves_its_configuration_mid_run_gets_invalid_cells() {
         watcher.join().unwrap(),
         "replication was stopped during the run"
     );
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     for cell in &summary.report.cells {
         assert_eq!(cell.status, Status::Invalid, "{cell:?}");
         let reason = cell.reason.as_deref().unwrap();

@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use common::options::TargetSpec;
-use common::results::Status;
+use common::results::{Location, Status};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use sql_bench::durability::Durability;
@@ -45,7 +45,8 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
     let cassandra = &report.systems[0];
     assert_eq!(cassandra.name, "cassandra");
     assert!(
@@ -61,6 +62,13 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
         "k (partition key, system_schema.columns)"
     );
     assert!(cassandra.labels.is_empty());
+    assert_eq!(cassandra.location, Location::Local);
+    assert!(cassandra.durable_write_floor_ns.is_none());
+    assert!(
+        cassandra.not_measured[0].contains("does not report where it keeps its data"),
+        "{:?}",
+        cassandra.not_measured
+    );
 }
 
 #[test]
@@ -75,6 +83,7 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
     ))
     .unwrap();
     let report = &summary.report;
+    assert_matches_schema(dir.path());
     for cell in &report.cells {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::results::{Report, Status};
+use common::results::{Location, Report, Status};
 use support::*;
 
 fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a common::results::Cell {
@@ -23,7 +23,8 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = run(&args("crud", &out, &[])).unwrap();
-    assert_eq!(summary.exit_code, 0);
+    assert_eq!(summary.exit, Exit::AllOk);
+    assert_matches_schema(&out);
     let report = &summary.report;
     let names: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(names, ["write 1c", "write 4c", "read 4c", "mixed 4c"]);
@@ -50,6 +51,8 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
     assert_eq!(sqlite.verified["synchronous"], "2");
     assert!(sqlite.version.starts_with("SQLite 3."));
     assert!(sqlite.durable_write_floor_ns.is_some());
+    assert_eq!(sqlite.location, Location::Embedded);
+    assert!(sqlite.not_measured.is_empty(), "{:?}", sqlite.not_measured);
     assert!(report.data.as_ref().unwrap().checksum.len() == 16);
 
     let json = read_json(&out);
@@ -89,7 +92,8 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit_code, 0, "{:#?}", report.cells);
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
+    assert_matches_schema(dir.path());
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -97,6 +101,12 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
         "unnamed systems are named after their engine"
     );
     assert_eq!(report.reference.as_deref(), Some("postgres"));
+    for system in &report.systems[..2] {
+        // Local servers: each floor is measured in the data directory the server reported.
+        assert_eq!(system.location, Location::Local, "{}", system.name);
+        assert!(system.data_dir.is_some(), "{}", system.name);
+        assert!(system.durable_write_floor_ns.is_some(), "{}", system.name);
+    }
 
     let postgres = &report.systems[0];
     assert!(
@@ -203,7 +213,7 @@ fn a_rate_the_client_cannot_reach_is_client_limited_not_published() {
         "{:?}",
         cell.reason
     );
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
 }
 
 #[test]
@@ -218,7 +228,7 @@ fn ctrl_c_stops_the_run_and_still_writes_the_report() {
     });
     let summary = run_with(&args("crud", &out, &["--duration", "1s"]), interrupt).unwrap();
     stopper.join().unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     assert!(
         report.notes.iter().any(|n| n.contains("interrupted")),
@@ -262,7 +272,7 @@ fn a_durability_mismatch_is_refused_or_measured_and_labelled() {
         ],
     ))
     .unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let refused = cell(&summary.report, "write 1c", "pg");
     assert_eq!(refused.status, Status::Refused);
     assert!(
@@ -374,11 +384,11 @@ fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
         ),
         (
             vec!["--target".into(), "postgres://127.0.0.1:notaport/db".into()],
-            "is not a target sql-bench can drive",
+            "is not a usable target",
         ),
         (
             vec!["--target".into(), "mysql://u@127.0.0.1:99999/db".into()],
-            "is not a target sql-bench can drive",
+            "is not a usable target",
         ),
         (
             vec!["--reference".into(), "nobody".into()],

@@ -79,7 +79,7 @@ fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
     let dir = tempfile::tempdir().unwrap();
     let target = format!("liar={}", lying.url);
     let summary = run(&args("crud", dir.path(), &["--target", &target])).unwrap();
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     for cell in &summary.report.cells {
         assert_eq!(cell.status, Status::Invalid, "{cell:?}");
         assert!(cell.usable_throughput().is_none());
@@ -238,7 +238,7 @@ fn a_server_killed_mid_run_records_the_error_and_keeps_everything_measured() {
         .args(["stop", state.path().to_str().unwrap()])
         .status();
     let summary = summary.expect("a server dying is a recorded cell, not a failed run");
-    assert_eq!(summary.exit_code, 1);
+    assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;
     let doomed: Vec<_> = report
         .cells

@@ -50,6 +50,7 @@ fn ferretdb_runs_crud_beside_sqlite_labelled_with_what_it_reports() {
     ))
     .unwrap();
     let report = &summary.report;
+    assert_matches_schema(dir.path());
     for cell in &report.cells {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }

@@ -1,5 +1,5 @@
-//! The suites sql-bench runs, one folder each, and what they share.
+//! The suites sql-bench runs, one folder each: their workloads, data and cells. A suite names
+//! no concrete system; `crate::run` drives it over the targets.
 
 pub mod app;
 pub mod crud;
-pub mod systems;

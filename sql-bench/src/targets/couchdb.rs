@@ -16,12 +16,11 @@ use serde_json::{Value as Json, json};
 mod docs;
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
-    split_authority,
+    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 
 const PREFIX: &str = "fairbench_";
 const MARKER_DOC: &str = "_local/fairbench";
@@ -255,13 +254,6 @@ pub struct CouchTarget {
     http: Http,
 }
 
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
-}
-
 impl CouchTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
         let url_error = |message: String| TargetError::Url {
@@ -269,26 +261,22 @@ impl CouchTarget {
             message,
         };
         let (base, auth) = parse_url(&spec.url).map_err(url_error)?;
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "couchdb".into()),
-            kind: "couchdb".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "couchdb");
         let mut http = Http::new(base, auth, 4).map_err(url_error)?;
         let welcome = http
             .call(Method::GET, "", None, CONNECT_TIMEOUT)
             .await
-            .map_err(|e| TargetError::Connect {
-                system: identity.name.clone(),
-                url: identity.url_redacted.clone(),
-                message: format!("{e} — is the server running? (scripts/services start)"),
+            .map_err(|e| {
+                identity.connect_error(format!(
+                    "{e} — is the server running? (scripts/services start)"
+                ))
             })?;
         http.flavor = identify(&welcome.body).0;
         Ok(Box::new(CouchTarget { identity, http }))
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     async fn call(
@@ -333,10 +321,9 @@ impl CouchTarget {
 
     async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("database {}", database(name)),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("database {}", database(name)))),
             _ => Ok(()),
         }
     }
@@ -357,10 +344,9 @@ impl CouchTarget {
 
     async fn drop_own_checked(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("database {}", database(name)),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("database {}", database(name)))),
             Some(true) => self
                 .expect(Method::DELETE, &database(name), None)
                 .await
@@ -449,7 +435,9 @@ impl Target for CouchTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: location_of_url(&self.identity.url_redacted),
                 mismatches,
+                settings_checks: None,
             })
         })
     }
@@ -571,7 +559,7 @@ impl Target for CouchTarget {
                 // One request opens the session's connection before any clock starts.
                 own.call(Method::GET, "", None, CONNECT_TIMEOUT)
                     .await
-                    .map_err(|e| query_error(&identity, e).to_string())?;
+                    .map_err(|e| identity.query_error(e).to_string())?;
                 let read_base = format!("{}/{}/", own.base, database(read.name));
                 let write_base = format!("{}/{}/", own.base, database(write.name));
                 Ok(CouchSession {

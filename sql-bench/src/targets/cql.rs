@@ -26,12 +26,11 @@ mod docs;
 mod durability;
 
 use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error,
-    split_authority,
+    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 use durability::{check, requirement};
 
 const DEFAULT_KEYSPACE: &str = "fairbench";
@@ -97,13 +96,6 @@ pub struct CqlTarget {
     control: Arc<Session>,
 }
 
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
-}
-
 /// Whether the connection is gone (as opposed to the server refusing one request).
 fn is_lost(e: &ExecutionError) -> bool {
     matches!(
@@ -147,16 +139,13 @@ async fn connect(
     }
     match tokio::time::timeout(CONNECT_TIMEOUT * 2, builder.build()).await {
         Ok(Ok(session)) => Ok(session),
-        Ok(Err(e)) => Err(TargetError::Connect {
-            system: identity.name.clone(),
-            url: identity.url_redacted.clone(),
-            message: format!("{e} — is the server running? (scripts/services start)"),
-        }),
-        Err(_) => Err(TargetError::Connect {
-            system: identity.name.clone(),
-            url: identity.url_redacted.clone(),
-            message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs() * 2),
-        }),
+        Ok(Err(e)) => Err(identity.connect_error(format!(
+            "{e} — is the server running? (scripts/services start)"
+        ))),
+        Err(_) => Err(identity.connect_error(format!(
+            "no answer within {}s",
+            CONNECT_TIMEOUT.as_secs() * 2
+        ))),
     }
 }
 
@@ -226,11 +215,7 @@ impl CqlTarget {
             url: spec.url_redacted(),
             message,
         })?;
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "cql".into()),
-            kind: "cql".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "cql");
         let durability = Durability::C0;
         let consistency = requirement(durability).consistency;
         let control = Arc::new(connect(&address, &identity, consistency).await?);
@@ -244,7 +229,7 @@ impl CqlTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     fn keyspace(&self) -> &str {
@@ -313,10 +298,9 @@ impl CqlTarget {
 
     async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("table {}", self.physical(name)),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("table {}", self.physical(name)))),
             _ => Ok(()),
         }
     }
@@ -460,7 +444,9 @@ impl Target for CqlTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: location_of_url(&self.identity.url_redacted),
                 mismatches,
+                settings_checks: None,
             })
         })
     }
@@ -603,7 +589,7 @@ impl Target for CqlTarget {
                         session
                             .prepare(cql.as_ref())
                             .await
-                            .map_err(|e| query_error(identity, e).to_string())
+                            .map_err(|e| identity.query_error(e).to_string())
                     }
                 };
                 let read = prepare(read_cql).await?;

@@ -11,51 +11,17 @@ pub mod sql;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
-use common::window::{WindowOutcome, WindowPlan};
+use common::results::Location;
+pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
 
-use crate::durability::Durability;
+use crate::durability::{Check, Durability};
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workload::Mix;
-
-/// Why a target could not do what was asked; every message is one complete sentence.
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("cannot connect to {system} at {url}: {message}")]
-    Connect {
-        system: String,
-        url: String,
-        message: String,
-    },
-    #[error("{system}: {message}")]
-    Query { system: String, message: String },
-    #[error(
-        "{system}: {object} exists but was not created by fairbench; refusing to touch it \
-         (fairbench only writes objects it created: use another database, or move that object)"
-    )]
-    Foreign { system: String, object: String },
-    #[error("`{url}` is not a target sql-bench can drive: {message}")]
-    Url { url: String, message: String },
-    /// A message that is already a complete sentence (from a session being opened).
-    #[error("{0}")]
-    Other(String),
-}
-
-/// How a target is known in reports.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    pub name: String,
-    /// Engine family as far as the URL tells (`postgres`, `mysql`, `sqlite`); refined by
-    /// [`Description::kind`] once the server has answered.
-    pub kind: String,
-    pub url_redacted: String,
-}
+use crate::replication::ClusterEvidence;
+use crate::session::KvWorkers;
 
 /// What a system reported about itself, and how it compares with the durability asked for.
 #[derive(Debug, Clone, Default)]
@@ -64,10 +30,16 @@ pub struct Description {
     pub version: String,
     /// Settings read from the system: name → value.
     pub settings: BTreeMap<String, String>,
-    /// Where the data lives, when this machine can see it.
+    /// Where the data lives, when this machine can see it (its durable-write floor is
+    /// measured there).
     pub data_dir: Option<PathBuf>,
+    /// Where the system runs, as seen from the client.
+    pub location: Location,
     /// Each setting that does not give the asked-for durability, as `setting=value (needs …)`.
     pub mismatches: Vec<String>,
+    /// For an engine whose cluster it can read ([`Target::read_cluster`]): every check of its
+    /// own settings against the durability asked for (`mismatches` holds the failed ones).
+    pub settings_checks: Option<Vec<Check>>,
 }
 
 /// A two-column key/value table (`k BIGINT PRIMARY KEY, v VARCHAR(value_len)`), by logical name;
@@ -90,6 +62,19 @@ pub trait Target: Send {
         &mut self,
         durability: Durability,
     ) -> BoxFuture<'_, Result<Description, TargetError>>;
+
+    /// Reads what its cluster reports (on a connection of its own) and checks it against
+    /// `durability`; `replicas` are the URLs given for it, each asked for its own status. A
+    /// replica that cannot be reached is a failed check, not an error. Only engines that
+    /// return [`Description::settings_checks`] are asked.
+    fn read_cluster<'a>(
+        &'a self,
+        replicas: &'a [TargetSpec],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
+        let _ = (replicas, durability);
+        Box::pin(async { Ok(ClusterEvidence::default()) })
+    }
 
     /// Sends the point reads of the workers opened from now on to `replicas` (session i to
     /// replica i mod n); writes stay on this system. A system without replicas refuses.
@@ -177,39 +162,6 @@ pub trait Target: Send {
     ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>>;
 }
 
-/// A system's open worker sessions for the key/value workloads.
-pub trait KvWorkers: Send {
-    /// Runs one window on the first `n` sessions.
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        mix: &'a Mix,
-        plan: &'a WindowPlan,
-    ) -> BoxFuture<'a, Result<KvWindow, String>>;
-}
-
-/// One key/value window: what was measured, and how many inserts the system acknowledged
-/// (checked afterwards against the rows it holds).
-#[derive(Debug)]
-pub struct KvWindow {
-    pub outcome: WindowOutcome,
-    pub inserts_acknowledged: u64,
-}
-
-/// One connection's measured key/value operations, for async clients.
-pub trait KvSession: Send + 'static {
-    fn insert(&mut self, key: i64, value: &str)
-    -> impl Future<Output = Result<(), OpError>> + Send;
-    /// Reads one row by key and returns the length of its value.
-    fn read(&mut self, key: i64) -> impl Future<Output = Result<usize, OpError>> + Send;
-}
-
-/// The same for synchronous clients, each driven from its own thread.
-pub trait BlockingKvSession: Send + 'static {
-    fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError>;
-    fn read(&mut self, key: i64) -> Result<usize, OpError>;
-}
-
 /// Where a target lives when nothing else is said: the embedded SQLite database in the results folder.
 pub const DEFAULT_TARGET: &str = "sqlite";
 
@@ -222,13 +174,11 @@ pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Targe
         "mongodb" | "mongodb+srv" => mongodb::MongoTarget::open(spec).await,
         "cql" | "cassandra" => cql::CqlTarget::open(spec).await,
         "couchdb" => couchdb::CouchTarget::open(spec).await,
-        other => Err(TargetError::Url {
-            url: spec.url_redacted(),
-            message: format!(
-                "unknown scheme `{other}`; use sqlite[:PATH], postgres://…, mysql://… (mariadb://…), \
-                 mongodb://…, cql://… (cassandra://…) or couchdb://…"
-            ),
-        }),
+        _ => Err(TargetError::unknown_scheme(
+            spec,
+            "sqlite[:PATH], postgres://…, mysql://… (mariadb://…), mongodb://…, cql://… \
+             (cassandra://…) or couchdb://…",
+        )),
     }
 }
 
@@ -259,23 +209,19 @@ pub fn split_authority(
     Ok((user, host_port))
 }
 
-/// Whether `host` is this machine, so its data directory can be measured here.
-pub fn is_local_host(host: &str) -> bool {
-    host.is_empty()
-        || host == "localhost"
-        || host.starts_with('/')
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// Where the server a URL names runs: this machine when its host is a loopback address.
+pub fn location_of_url(url: &str) -> Location {
+    location_of_host(url_host(url))
 }
 
-/// Maps a session-level error to the worker's view: a dead connection stops the worker.
-pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
-    if fatal {
-        OpError::Fatal(message.to_string())
-    } else {
-        OpError::Failed(message.to_string())
+/// The host of a URL or of a `host:port` (`postgres://u:p@HOST:port/db`, `[::1]:9042`).
+pub fn url_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => host_port.split(':').next().unwrap_or(host_port),
     }
 }
 
@@ -284,20 +230,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_hosts_are_local() {
-        for host in [
-            "127.0.0.1",
-            "localhost",
-            "::1",
-            "[::1]",
-            "/run/postgresql",
-            "",
-        ] {
-            assert!(is_local_host(host), "{host}");
-        }
-        for host in ["10.0.0.5", "db.example.com"] {
-            assert!(!is_local_host(host), "{host}");
-        }
+    fn the_host_of_a_url_is_found_in_every_form() {
+        assert_eq!(url_host("postgres://u:p@127.0.0.1:5432/db"), "127.0.0.1");
+        assert_eq!(url_host("mysql://u@[::1]:3306"), "::1");
+        assert_eq!(url_host("postgres://db.example.com/x"), "db.example.com");
+        assert_eq!(url_host("127.0.0.1:9042"), "127.0.0.1");
+        assert_eq!(url_host("http://localhost:5984"), "localhost");
+        assert_eq!(location_of_url("cql://127.0.0.1:9042"), Location::Local);
+        assert_eq!(
+            location_of_url("couchdb://u:***@db.example.com:5984"),
+            Location::Remote
+        );
     }
 
     #[test]

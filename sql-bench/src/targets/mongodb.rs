@@ -8,17 +8,18 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{Error as MongoError, ErrorKind};
-use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+use mongodb::options::{Acknowledgment, ClientOptions, ServerAddress, WriteConcern};
 use mongodb::{Client, Collection as MongoCollection, Database};
 
 mod docs;
 
-use super::{Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, op_error};
+use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::async_workers;
+use crate::session::{KvSession, KvWorkers, async_workers};
 
 /// fairbench's own database; nothing outside it is written.
 const DATABASE: &str = "fairbench";
@@ -64,13 +65,6 @@ pub struct MongoTarget {
     client: Client,
 }
 
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
-}
-
 /// Whether the connection is gone (as opposed to the server refusing one request).
 fn is_lost(e: &MongoError) -> bool {
     matches!(
@@ -100,11 +94,7 @@ impl MongoTarget {
         options.app_name = Some("fairbench".into());
         options.connect_timeout = Some(CONNECT_TIMEOUT);
         options.server_selection_timeout = Some(CONNECT_TIMEOUT);
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "mongodb".into()),
-            kind: "mongodb".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "mongodb");
         let client =
             Client::with_options(options.clone()).map_err(|e| connect_error(&identity, &e))?;
         // The driver connects lazily: a ping makes an unreachable server fail here.
@@ -121,7 +111,20 @@ impl MongoTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
+    }
+
+    /// Where the deployment runs: on this machine when every host the URL names is.
+    fn location(&self) -> Location {
+        let local = self.options.hosts.iter().all(|host| match host {
+            ServerAddress::Tcp { host, .. } => is_local_host(host),
+            _ => true,
+        });
+        if local {
+            Location::Local
+        } else {
+            Location::Remote
+        }
     }
 
     fn database(&self) -> Database {
@@ -158,10 +161,9 @@ impl MongoTarget {
 
     async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("collection {DATABASE}.{name}"),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("collection {DATABASE}.{name}"))),
             _ => Ok(()),
         }
     }
@@ -217,11 +219,7 @@ fn connect_error(identity: &Identity, e: &MongoError) -> TargetError {
     } else {
         ""
     };
-    TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message: format!("{text}{hint}"),
-    }
+    identity.connect_error(format!("{text}{hint}"))
 }
 
 /// Opens a client with the options given and checks that it reaches the server.
@@ -361,7 +359,9 @@ impl Target for MongoTarget {
                 version,
                 settings,
                 data_dir: None,
+                location: self.location(),
                 mismatches,
+                settings_checks: None,
             })
         })
     }

@@ -12,19 +12,18 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
+pub mod cluster;
 mod docs;
 
-use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
-    op_error,
-};
+use super::{Description, Identity, KvTable, Target, TargetError, location_of_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::replication::Routed;
-use crate::suites::crud::workers::async_workers;
+use crate::replication::ClusterEvidence;
+use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
 const DATABASE: &str = "fairbench";
 const MARKER: &str = "created by fairbench";
@@ -55,11 +54,7 @@ pub(crate) fn parse_opts(spec: &TargetSpec) -> Result<Opts, TargetError> {
 }
 
 pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
-    let failure = |message: String| TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message,
-    };
+    let failure = |message: String| identity.connect_error(message);
     match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e)) => {
@@ -75,13 +70,6 @@ pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, Ta
             "no answer within {}s",
             CONNECT_TIMEOUT.as_secs()
         ))),
-    }
-}
-
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
     }
 }
 
@@ -107,7 +95,7 @@ impl MysqlTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     async fn variables(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>, TargetError> {
@@ -122,7 +110,7 @@ impl MysqlTarget {
                 "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"
             ))
             .await
-            .map_err(|e| query_error(&self.identity, e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         Ok(rows.into_iter().collect())
     }
 
@@ -135,16 +123,13 @@ impl MysqlTarget {
                 (DATABASE, name),
             )
             .await
-            .map_err(|e| query_error(&self.identity, e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         Ok(comment.map(|c| c == MARKER))
     }
 
     async fn ensure_ours_or_absent(&mut self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("table {}", physical(name)),
-            }),
+            Some(false) => Err(self.identity.foreign(format!("table {}", physical(name)))),
             _ => Ok(()),
         }
     }
@@ -186,14 +171,13 @@ impl Target for MysqlTarget {
             } else {
                 "mysql"
             };
-            let local = is_local_host(self.opts.ip_or_hostname());
+            let location = location_of_host(self.opts.ip_or_hostname());
             let data_dir = settings
                 .remove("datadir")
-                .filter(|_| local)
+                .filter(|_| location == Location::Local)
                 .map(PathBuf::from);
-            let mismatches = crate::durability::mismatches(
-                &crate::replication::mariadb::settings_checks(&settings, durability),
-            );
+            let checks = cluster::settings_checks(&settings, durability);
+            let mismatches = crate::durability::mismatches(&checks);
             let pretty = match kind {
                 "mariadb" => format!("MariaDB {version}"),
                 _ => format!("MySQL {version}"),
@@ -203,9 +187,20 @@ impl Target for MysqlTarget {
                 version: pretty,
                 settings,
                 data_dir,
+                location,
                 mismatches,
+                settings_checks: Some(checks),
             })
         })
+    }
+
+    fn read_cluster<'a>(
+        &'a self,
+        replicas: &'a [TargetSpec],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
+        let (opts, identity) = (self.opts.clone(), self.identity.clone());
+        Box::pin(async move { cluster::verify(&opts, &identity, replicas, durability).await })
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
@@ -447,11 +442,11 @@ async fn open_session(
     let read = conn
         .prep(read_sql)
         .await
-        .map_err(|e| query_error(identity, e).to_string())?;
+        .map_err(|e| identity.query_error(e).to_string())?;
     let insert = conn
         .prep(write_sql)
         .await
-        .map_err(|e| query_error(identity, e).to_string())?;
+        .map_err(|e| identity.query_error(e).to_string())?;
     Ok(MysqlSession { conn, read, insert })
 }
 

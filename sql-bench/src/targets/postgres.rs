@@ -11,20 +11,19 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+pub mod cluster;
 mod cockroach;
 mod docs;
 
-use super::{
-    Description, Identity, KvSession, KvTable, KvWorkers, Target, TargetError, is_local_host,
-    op_error,
-};
+use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::replication::Routed;
-use crate::suites::crud::workers::async_workers;
+use crate::replication::ClusterEvidence;
+use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
 const SCHEMA: &str = "fairbench";
 const MARKER: &str = "created by fairbench";
@@ -64,11 +63,8 @@ pub(crate) async fn connect(config: &Config, identity: &Identity) -> Result<Clie
             Ok(Ok(pair)) => pair,
             Ok(Err(e)) => return Err(connect_error(identity, &e)),
             Err(_) => {
-                return Err(TargetError::Connect {
-                    system: identity.name.clone(),
-                    url: identity.url_redacted.clone(),
-                    message: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
-                });
+                return Err(identity
+                    .connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs())));
             }
         };
     tokio::spawn(async move {
@@ -97,18 +93,7 @@ fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError 
     } else {
         ""
     };
-    TargetError::Connect {
-        system: identity.name.clone(),
-        url: identity.url_redacted.clone(),
-        message: format!("{detail}{hint}"),
-    }
-}
-
-fn query_error(identity: &Identity, e: impl std::fmt::Display) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
-    }
+    identity.connect_error(format!("{detail}{hint}"))
 }
 
 /// The most useful text of a tokio-postgres error: the server's own message when there is one.
@@ -122,11 +107,7 @@ fn describe_error(e: &tokio_postgres::Error) -> String {
 impl PostgresTarget {
     pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
         let config = parse_config(spec)?;
-        let identity = Identity {
-            name: spec.name.clone().unwrap_or_else(|| "postgres".into()),
-            kind: "postgres".into(),
-            url_redacted: spec.url_redacted(),
-        };
+        let identity = Identity::of(spec, "postgres");
         let control = connect(&config, &identity).await?;
         Ok(Box::new(PostgresTarget {
             identity,
@@ -137,7 +118,7 @@ impl PostgresTarget {
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
-        query_error(&self.identity, e)
+        self.identity.query_error(e)
     }
 
     async fn query_value(&self, sql: &str) -> Result<String, TargetError> {
@@ -154,6 +135,15 @@ impl PostgresTarget {
             Host::Tcp(name) => is_local_host(name),
             Host::Unix(_) => true,
         })
+    }
+
+    /// Where the server runs: on this machine when every host the URL names is.
+    fn location(&self) -> Location {
+        if self.is_local() {
+            Location::Local
+        } else {
+            Location::Remote
+        }
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
@@ -173,10 +163,9 @@ impl PostgresTarget {
 
     async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self.ownership(name).await? {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("relation {}", physical(name)),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("relation {}", physical(name)))),
             _ => Ok(()),
         }
     }
@@ -229,9 +218,8 @@ impl Target for PostgresTarget {
                 .remove("data_directory")
                 .filter(|_| self.is_local())
                 .map(PathBuf::from);
-            let mismatches = crate::durability::mismatches(
-                &crate::replication::postgres::settings_checks(&settings, durability),
-            );
+            let checks = cluster::settings_checks(&settings, durability);
+            let mismatches = crate::durability::mismatches(&checks);
             let kind = if full.starts_with("CockroachDB") {
                 "cockroachdb"
             } else {
@@ -242,9 +230,21 @@ impl Target for PostgresTarget {
                 version,
                 settings,
                 data_dir,
+                location: self.location(),
                 mismatches,
+                // Only PostgreSQL's own cluster is read (CockroachDB's replicas are its ranges).
+                settings_checks: (kind == "postgres").then_some(checks),
             })
         })
+    }
+
+    fn read_cluster<'a>(
+        &'a self,
+        replicas: &'a [TargetSpec],
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
+        let (config, identity) = (self.config.clone(), self.identity.clone());
+        Box::pin(async move { cluster::verify(&config, &identity, replicas, durability).await })
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
@@ -492,7 +492,7 @@ async fn open_session(
             client
                 .prepare(sql)
                 .await
-                .map_err(|e| query_error(identity, describe_error(&e)).to_string())
+                .map_err(|e| identity.query_error(describe_error(&e)).to_string())
         }
     };
     let read = prepare(read_sql).await?;

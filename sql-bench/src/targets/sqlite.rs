@@ -11,14 +11,15 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::results::Location;
 use rusqlite::{Connection, OptionalExtension, params};
 
 mod docs;
 
-use super::{BlockingKvSession, Description, Identity, KvTable, KvWorkers, Target, TargetError};
+use super::{Description, Identity, KvTable, Target, TargetError};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
-use crate::suites::crud::workers::blocking_workers;
+use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
 
 /// Every fairbench table carries this prefix (SQLite has no schemas).
 const PREFIX: &str = "fairbench_";
@@ -109,6 +110,14 @@ impl SqliteTarget {
         Ok(Some(marked))
     }
 
+    /// The folder of the database file, where its commits are synced.
+    fn folder(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
     fn has_marker_table(&self) -> rusqlite::Result<bool> {
         Ok(self
             .control
@@ -125,12 +134,11 @@ impl SqliteTarget {
     fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
         match self
             .is_ours(name)
-            .map_err(|e| query_error(&self.identity, e))?
+            .map_err(|e| self.identity.query_error(e))?
         {
-            Some(false) => Err(TargetError::Foreign {
-                system: self.identity.name.clone(),
-                object: format!("table {name} in {}", self.path.display()),
-            }),
+            Some(false) => Err(self
+                .identity
+                .foreign(format!("table {name} in {}", self.path.display()))),
             _ => Ok(()),
         }
     }
@@ -141,25 +149,25 @@ impl SqliteTarget {
         let tx = self
             .control
             .transaction()
-            .map_err(|e| query_error(&self.identity, e))?;
+            .map_err(|e| self.identity.query_error(e))?;
         tx.execute_batch(&format!(
             "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
              DROP TABLE IF EXISTS {name};
              CREATE TABLE {name} (k INTEGER PRIMARY KEY, v TEXT NOT NULL);
              INSERT OR IGNORE INTO {MARKER_TABLE} (name) VALUES ('{name}');"
         ))
-        .map_err(|e| query_error(&self.identity, e))?;
+        .map_err(|e| self.identity.query_error(e))?;
         {
             let mut insert = tx
                 .prepare(&format!("INSERT INTO {name} (k, v) VALUES (?1, ?2)"))
-                .map_err(|e| query_error(&self.identity, e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             for (k, v) in rows {
                 insert
                     .execute(params![k, v])
-                    .map_err(|e| query_error(&self.identity, e))?;
+                    .map_err(|e| self.identity.query_error(e))?;
             }
         }
-        tx.commit().map_err(|e| query_error(&self.identity, e))
+        tx.commit().map_err(|e| self.identity.query_error(e))
     }
 }
 
@@ -168,23 +176,16 @@ impl SqliteTarget {
     fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
         if self
             .is_ours(name)
-            .map_err(|e| query_error(&self.identity, e))?
+            .map_err(|e| self.identity.query_error(e))?
             == Some(true)
         {
             self.control
                 .execute_batch(&format!(
                     "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
                 ))
-                .map_err(|e| query_error(&self.identity, e))?;
+                .map_err(|e| self.identity.query_error(e))?;
         }
         Ok(())
-    }
-}
-
-fn query_error(identity: &Identity, e: impl ToString) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: e.to_string(),
     }
 }
 
@@ -210,7 +211,7 @@ impl Target for SqliteTarget {
                         rusqlite::types::Value::Text(t) => t,
                         other => format!("{other:?}"),
                     })
-                    .map_err(|e| query_error(&self.identity, e))
+                    .map_err(|e| self.identity.query_error(e))
             };
             let version = read("SELECT sqlite_version()")?;
             let journal_mode = read("PRAGMA journal_mode")?;
@@ -235,8 +236,10 @@ impl Target for SqliteTarget {
                 kind: "sqlite".into(),
                 version: format!("SQLite {version}"),
                 settings,
-                data_dir: self.path.parent().map(Path::to_path_buf),
+                data_dir: Some(self.folder()),
+                location: Location::Embedded,
                 mismatches,
+                settings_checks: None,
             })
         })
     }
@@ -269,19 +272,18 @@ impl Target for SqliteTarget {
             let mut stmt = self
                 .control
                 .prepare(&format!("PRAGMA table_info({name})"))
-                .map_err(|e| query_error(&self.identity, e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             let columns: Vec<(String, String, i64)> = stmt
                 .query_map([], |r| Ok((r.get(1)?, r.get(2)?, r.get(5)?)))
                 .and_then(Iterator::collect)
-                .map_err(|e| query_error(&self.identity, e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             let key_is_rowid = columns
                 .iter()
                 .any(|(col, ty, pk)| col == "k" && ty.eq_ignore_ascii_case("INTEGER") && *pk == 1);
             if !key_is_rowid {
-                return Err(query_error(
-                    &self.identity,
-                    format!("{name} has no INTEGER PRIMARY KEY on k (table_info: {columns:?})"),
-                ));
+                return Err(self.identity.query_error(format!(
+                    "{name} has no INTEGER PRIMARY KEY on k (table_info: {columns:?})"
+                )));
             }
             Ok(BTreeMap::from([(
                 format!("{}.primary_key", table.name),
@@ -301,10 +303,10 @@ impl Target for SqliteTarget {
                     "SELECT k, v FROM {} ORDER BY k",
                     physical(table.name)
                 ))
-                .map_err(|e| query_error(&self.identity, e))?;
+                .map_err(|e| self.identity.query_error(e))?;
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .and_then(Iterator::collect)
-                .map_err(|e| query_error(&self.identity, e))
+                .map_err(|e| self.identity.query_error(e))
         })
     }
 
@@ -325,7 +327,7 @@ impl Target for SqliteTarget {
                     |r| r.get::<_, i64>(0),
                 )
                 .map(|n| n as u64)
-                .map_err(|e| query_error(&self.identity, e))
+                .map_err(|e| self.identity.query_error(e))
         })
     }
 
@@ -358,7 +360,7 @@ impl Target for SqliteTarget {
             );
             let identity = identity.clone();
             Box::pin(async move {
-                let conn = connect(&path).map_err(|e| query_error(&identity, e).to_string())?;
+                let conn = connect(&path).map_err(|e| identity.query_error(e).to_string())?;
                 Ok(SqliteSession {
                     conn,
                     write_lock,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use common::protocol::severity;
 use common::recorder::{Recorder, encode_histogram, percentiles};
-use common::results::{Cell, Report, Status, Throughput};
+use common::results::{Cell, Report, Status, SystemInfo, Throughput};
 
+use super::data::Data;
 use super::scenarios::{Answer, Scenario, expected};
-use super::{AppOpts, Data};
-use crate::suites::systems::Connected;
+use crate::opts::AppOpts;
 
 /// One round's inserts: each batch's time and rows, and the client's CPU time over them.
 #[derive(Debug, Clone, Default)]
@@ -71,9 +71,10 @@ fn median(values: &mut [u64]) -> f64 {
 }
 
 impl Cells {
+    /// A cell per scenario and system (each system with why it is refused, if it is).
     pub fn new(
         opts: &AppOpts,
-        systems: &[Connected],
+        systems: &[(&SystemInfo, Option<&str>)],
         scenarios: &[Scenario],
         data: &Data,
     ) -> Cells {
@@ -86,14 +87,14 @@ impl Cells {
                 Scenario::Append => opts.append_rows(),
                 _ => answer.map_or(0, |a| a.rows),
             };
-            for system in systems {
-                let (status, reason) = match &system.refused {
-                    Some(reason) => (Status::Refused, Some(reason.clone())),
+            for (info, refused) in systems {
+                let (status, reason) = match refused {
+                    Some(reason) => (Status::Refused, Some((*reason).to_owned())),
                     None => (Status::Ok, None),
                 };
                 cells.push(AppCell {
                     scenario: *scenario,
-                    system: system.info.name.clone(),
+                    system: info.name.clone(),
                     expected: answer,
                     rows,
                     samples: Recorder::new(false),
@@ -103,7 +104,7 @@ impl Cells {
                     wall_ns: 0,
                     status,
                     reason,
-                    labels: system.info.labels.clone(),
+                    labels: info.labels.clone(),
                     rounds_planned: opts.common.rounds,
                     answered_by: BTreeSet::new(),
                 });
@@ -111,7 +112,7 @@ impl Cells {
         }
         Cells {
             cells,
-            systems: systems.iter().map(|s| s.info.name.clone()).collect(),
+            systems: systems.iter().map(|(info, _)| info.name.clone()).collect(),
             evidence: BTreeMap::new(),
         }
     }

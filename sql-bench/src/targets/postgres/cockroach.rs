@@ -115,7 +115,9 @@ pub(super) async fn describe(
         version,
         settings,
         data_dir: None,
+        location: target.location(),
         mismatches,
+        settings_checks: None,
     })
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use common::pool::BoxFuture;
 use rusqlite::{Connection, ErrorCode, params_from_iter};
 
-use super::{MARKER_TABLE, SqliteTarget, connect, physical, query_error};
+use super::{MARKER_TABLE, SqliteTarget, connect, physical};
 use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, IndexEntry, Query, covered_field,
 };
@@ -72,7 +72,7 @@ pub(super) fn create(
     target
         .control
         .execute_batch(&format!("BEGIN; {ddl} COMMIT;"))
-        .map_err(|e| query_error(&target.identity, e))
+        .map_err(|e| target.identity.query_error(e))
 }
 
 pub(super) fn inspect(
@@ -80,7 +80,7 @@ pub(super) fn inspect(
     collection: &Collection,
 ) -> Result<CollectionState, TargetError> {
     let table = physical(collection.name);
-    let error = |e: rusqlite::Error| query_error(&target.identity, e);
+    let error = |e: rusqlite::Error| target.identity.query_error(e);
     let rows: i64 = target
         .control
         .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
@@ -128,7 +128,7 @@ pub(super) fn open_session(
     identity: &Identity,
     collection: Collection,
 ) -> Result<Box<dyn DocSession>, TargetError> {
-    let mut conn = connect(path).map_err(|e| query_error(identity, e))?;
+    let mut conn = connect(path).map_err(|e| identity.query_error(e))?;
     let base = Instant::now();
     let deadline_ns = Arc::new(AtomicU64::new(u64::MAX));
     let watched = deadline_ns.clone();
@@ -136,7 +136,7 @@ pub(super) fn open_session(
         1_000,
         Some(move || base.elapsed().as_nanos() as u64 > watched.load(Ordering::Relaxed)),
     )
-    .map_err(|e| query_error(identity, e))?;
+    .map_err(|e| identity.query_error(e))?;
     Ok(Box::new(SqliteDocs {
         conn,
         collection,

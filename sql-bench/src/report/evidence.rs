@@ -3,7 +3,7 @@
 
 use common::results::Report;
 
-use super::{DurabilityEvidence, EXTRA_KEY, SystemEvidence};
+use crate::replication::{DurabilityEvidence, EXTRA_KEY, SystemEvidence};
 
 /// The evidence stored in the report, when there is any.
 pub fn evidence(report: &Report) -> Option<DurabilityEvidence> {

@@ -1,7 +1,8 @@
-//! MariaDB's (and MySQL's) evidence for C0–C4: the primary's redo-log and binlog durability,
-//! its semi-sync status *and* the number of semi-sync replicas it serves (the master-side flag
-//! alone can lie: it stays ON with no replica to acknowledge), the replicas connected, and each
-//! replica's own view (`Slave_IO_Running`/`Slave_SQL_Running`, its durability settings).
+//! MariaDB's (and MySQL's) replication evidence for C0–C4, beside the engine it reads: the
+//! primary's redo-log and binlog durability, its semi-sync status *and* the number of semi-sync
+//! replicas it serves (the master-side flag alone can lie: it stays ON with no replica to
+//! acknowledge), the replicas connected, and each replica's own view
+//! (`Slave_IO_Running`/`Slave_SQL_Running`, its durability settings).
 
 use std::collections::BTreeMap;
 
@@ -9,9 +10,9 @@ use common::options::TargetSpec;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Row};
 
-use super::ClusterEvidence;
+use super::{connect, parse_opts};
 use crate::durability::{Check, Durability};
-use crate::targets::mysql::{connect, parse_opts};
+use crate::replication::{ClusterEvidence, replicas_given};
 use crate::targets::{Identity, TargetError};
 
 /// Counters that grow when a commit is acknowledged without a replica's acknowledgement.
@@ -175,28 +176,19 @@ fn primary_checks(primary: &Primary, durability: Durability) -> Vec<Check> {
     checks
 }
 
-/// Reads the primary's semi-sync status and each replica's own.
+/// Reads the primary's semi-sync status (on a connection of its own) and each replica's own.
 pub async fn verify(
-    kind: &str,
-    primary: &TargetSpec,
+    opts: &Opts,
+    identity: &Identity,
     replicas: &[TargetSpec],
     durability: Durability,
 ) -> Result<ClusterEvidence, TargetError> {
-    let opts = parse_opts(primary)?;
-    let identity = Identity {
-        name: primary.name.clone().unwrap_or_else(|| kind.to_owned()),
-        kind: kind.to_owned(),
-        url_redacted: primary.url_redacted(),
-    };
-    let mut conn = connect(&opts, &identity).await?;
+    let mut conn = connect(opts, identity).await?;
     let facts = read_primary(&mut conn)
         .await
-        .map_err(|e| TargetError::Query {
-            system: identity.name.clone(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| identity.query_error(e))?;
     let mut checks = primary_checks(&facts, durability);
-    checks.extend(super::replicas_given(
+    checks.extend(replicas_given(
         "replicas",
         "whether it replicates and how durably",
         replicas,
@@ -205,7 +197,7 @@ pub async fn verify(
     for replica in replicas {
         checks.extend(replica_checks(replica, &facts.port, durability).await);
     }
-    let mut nodes = vec![format!("primary {}", address(&opts))];
+    let mut nodes = vec![format!("primary {}", address(opts))];
     nodes.extend(facts.hosts.iter().map(|h| format!("replica {h}")));
     for (name, value) in &facts.variables {
         if name != "port" {

@@ -1,4 +1,4 @@
-//! The crud suite's replicated configurations: reading each system's cluster before the run
+//! The crud run's replicated configurations: reading each system's cluster before the run
 //! and again after it, sending point reads to replicas, and the section title, note and
 //! evidence that say which configuration was measured.
 
@@ -10,11 +10,12 @@ use common::options::TargetSpec;
 use common::protocol::CellBuilder;
 use common::results::{Report, Status};
 
-use super::data::CrudData;
-use super::{CrudOpts, System};
+use super::system::{ClusterState, System};
 use crate::durability::{Check, ReadFrom};
+use crate::opts::CrudOpts;
 use crate::replication::{self, DurabilityEvidence, SystemEvidence};
-use crate::targets::{self, KvTable, is_local_host};
+use crate::suites::crud::data::CrudData;
+use crate::targets::{self, KvTable, is_local_host, url_host};
 
 /// How long a replica may take to replay the freshly loaded read table.
 const REPLICA_CATCH_UP: Duration = Duration::from_secs(30);
@@ -28,17 +29,6 @@ pub(super) fn check_options(opts: &CrudOpts) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// A system's replicas and what its cluster reported.
-#[derive(Default)]
-pub(super) struct ClusterState {
-    /// Its replicas (`--replica`), resolved to URLs.
-    replicas: Vec<TargetSpec>,
-    /// Its URL under its settled name, once its cluster has been read.
-    spec: Option<TargetSpec>,
-    /// What its servers reported about the durability configuration.
-    evidence: Option<SystemEvidence>,
 }
 
 /// Reads every system's cluster once the systems are connected and named, and judges each on
@@ -98,10 +88,8 @@ async fn verify(
     let replicas =
         replication::replicas_of(system.name(), &spec.url, &opts.replicas, single_target)
             .map_err(anyhow::Error::msg)?;
-    let kind = system.info.kind.clone();
-    // `verified` holds what the system reported when it was described, nothing else yet.
-    let Some(mut checks) = replication::settings_checks(&kind, &system.info.verified, opts.config)
-    else {
+    // The checks of what the system reported when it was described.
+    let Some(mut checks) = system.settings_checks.clone() else {
         if let Some(reason) = &system.refused {
             let check = Check::new("settings", reason.as_str(), opts.config.summary(), false);
             system.cluster.evidence = Some(evidence(system.name(), vec![check]));
@@ -112,7 +100,7 @@ async fn verify(
         name: Some(system.name().to_owned()),
         url: spec.url.clone(),
     };
-    let mut cluster = replication::verify(&kind, &primary, &replicas, opts.config).await?;
+    let mut cluster = system.target.read_cluster(&replicas, opts.config).await?;
     system.info.verified.extend(cluster.verified());
     // The evidence lists the settings first, then what the cluster reported.
     checks.append(&mut cluster.checks);
@@ -207,17 +195,6 @@ pub(super) fn section(opts: &CrudOpts) -> String {
     title
 }
 
-/// The host of a URL (`postgres://u:p@HOST:port/db`).
-fn url_host(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(v6),
-        None => host_port.split(':').next().unwrap_or(host_port),
-    }
-}
-
 /// Where the systems ran, against the client, and where operations went.
 pub(super) fn topology_note(opts: &CrudOpts, systems: &[System]) -> String {
     if !opts.config.is_replicated() {
@@ -294,22 +271,17 @@ pub(super) async fn recheck(
     report: &mut Report,
 ) {
     for (index, system) in systems.iter_mut().enumerate() {
-        let (Some(spec), Some(before)) = (
-            system.cluster.spec.clone(),
-            system.cluster.evidence.as_mut(),
-        ) else {
-            continue;
-        };
-        if system.refused.is_some() {
+        // Only a cluster that was read before the run, of a system that was measured.
+        if system.cluster.spec.is_none() || system.refused.is_some() {
             continue;
         }
-        let after = match replication::verify(
-            &system.info.kind,
-            &spec,
-            &system.cluster.replicas,
-            opts.config,
-        )
-        .await
+        let Some(before) = system.cluster.evidence.as_mut() else {
+            continue;
+        };
+        let after = match system
+            .target
+            .read_cluster(&system.cluster.replicas, opts.config)
+            .await
         {
             Ok(after) => after,
             Err(e) => {
@@ -336,16 +308,4 @@ pub(super) async fn recheck(
         before.changed_during_run = changes;
     }
     record_evidence(opts, systems, report);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::url_host;
-
-    #[test]
-    fn the_host_of_a_url_is_found_in_every_form() {
-        assert_eq!(url_host("postgres://u:p@127.0.0.1:5432/db"), "127.0.0.1");
-        assert_eq!(url_host("mysql://u@[::1]:3306"), "::1");
-        assert_eq!(url_host("postgres://db.example.com/x"), "db.example.com");
-    }
 }

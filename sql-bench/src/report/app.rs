@@ -4,13 +4,38 @@
 
 use serde::Serialize;
 
+use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
 use common::report::{Table, environment_lines, systems_table};
 use common::results::{Cell, Report, Status, Verdict, VerdictKind};
 
-use super::AppOpts;
-use super::cells::Cells;
-use super::scenarios::Scenario;
+use crate::opts::AppOpts;
+use crate::suites::app::cells::Cells;
+use crate::suites::app::scenarios::Scenario;
+
+/// `sql-bench app`'s verdicts, terminal summary and `report.md`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppReport;
+
+impl ToolReport for AppReport {
+    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
+        verdicts(report)
+    }
+
+    fn terminal(&self, report: &Report) -> String {
+        render_terminal(report)
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        render_markdown(report)
+    }
+
+    /// None: the scenarios are times per iteration beside rows/s, which one throughput chart
+    /// would put on a single axis.
+    fn charts(&self, _: &Report) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
 
 fn scenario_of(cell: &Cell) -> Option<Scenario> {
     Scenario::parse(&cell.workload).ok()

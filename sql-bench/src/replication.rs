@@ -1,19 +1,15 @@
-//! Replicated configurations verified from the servers' own status: which replicas a target
-//! has (`--replica`), what its cluster reports (PostgreSQL's `pg_stat_replication` and
-//! standbys, MariaDB's semi-sync status and replicas), and sessions that read from a replica.
-
-pub mod mariadb;
-pub mod postgres;
-pub mod render;
+//! Replicated configurations: which replicas a target has (`--replica`), and the evidence a
+//! cluster gives of its durability, as stored in the report. Each engine reads its own cluster
+//! beside its target (`targets/postgres/cluster.rs`, `targets/mysql/cluster.rs`,
+//! `targets/cql/durability.rs`); the report renders the evidence (`report/evidence.rs`).
 
 use std::collections::BTreeMap;
 
 use common::options::TargetSpec;
 use common::redact::redact_url;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::durability::{Check, Durability, ReadFrom};
-use crate::targets::{KvSession, TargetError};
 
 /// The key of the durability evidence in `Report::extra`.
 pub const EXTRA_KEY: &str = "durability";
@@ -66,6 +62,14 @@ impl Serialize for ReplicaSpec {
             None => addresses.join(","),
         };
         serializer.serialize_str(&text)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReplicaSpec {
+    /// A stored replica reads back as written (its password, if any, stays redacted).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ReplicaSpec, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ReplicaSpec::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -166,39 +170,9 @@ impl ClusterEvidence {
     }
 }
 
-/// The checks of a system's own settings (what its `describe()` refuses on), for the engines
-/// whose clusters can be read; `None` for the others.
-pub fn settings_checks(
-    kind: &str,
-    settings: &BTreeMap<String, String>,
-    durability: Durability,
-) -> Option<Vec<Check>> {
-    match kind {
-        "postgres" => Some(postgres::settings_checks(settings, durability)),
-        "mariadb" | "mysql" => Some(mariadb::settings_checks(settings, durability)),
-        _ => None,
-    }
-}
-
-/// Reads what a system's cluster reports and checks it against `durability`. `kind` is the
-/// engine the system said it is; `replicas` the URLs given for it. A replica that cannot be
-/// reached is a failed check, not an error.
-pub async fn verify(
-    kind: &str,
-    primary: &TargetSpec,
-    replicas: &[TargetSpec],
-    durability: Durability,
-) -> Result<ClusterEvidence, TargetError> {
-    match kind {
-        "postgres" => postgres::verify(primary, replicas, durability).await,
-        "mariadb" | "mysql" => mariadb::verify(kind, primary, replicas, durability).await,
-        _ => Ok(ClusterEvidence::default()),
-    }
-}
-
 /// Whether `--replica` named as many replicas as the configuration has (each is asked for its
 /// own status, so none may be left out); nothing to check for C0 without replicas.
-fn replicas_given(
+pub fn replicas_given(
     noun: &str,
     asked: &str,
     replicas: &[TargetSpec],
@@ -269,25 +243,6 @@ impl DurabilityEvidence {
                 ReadFrom::Replicas => "replicas".into(),
             },
             systems: Vec::new(),
-        }
-    }
-}
-
-/// A worker's session that writes to the primary and reads from a replica when it has one.
-pub struct Routed<S> {
-    pub writer: S,
-    pub reader: Option<S>,
-}
-
-impl<S: KvSession> KvSession for Routed<S> {
-    async fn insert(&mut self, key: i64, value: &str) -> Result<(), common::driver::OpError> {
-        self.writer.insert(key, value).await
-    }
-
-    async fn read(&mut self, key: i64) -> Result<usize, common::driver::OpError> {
-        match &mut self.reader {
-            Some(reader) => reader.read(key).await,
-            None => self.writer.read(key).await,
         }
     }
 }

@@ -1,7 +1,7 @@
-//! PostgreSQL's evidence for C0–C4: the primary's `synchronous_commit` and
-//! `synchronous_standby_names`, its `pg_stat_replication` (standbys streaming and their
-//! `sync_state`), and each standby's own view (in recovery, streaming from this primary,
-//! `fsync` on).
+//! PostgreSQL's replication evidence for C0–C4, beside the engine it reads: the primary's
+//! `synchronous_commit` and `synchronous_standby_names`, its `pg_stat_replication` (standbys
+//! streaming and their `sync_state`), and each standby's own view (in recovery, streaming
+//! from this primary, `fsync` on).
 
 use std::collections::BTreeMap;
 
@@ -9,9 +9,9 @@ use common::options::TargetSpec;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config};
 
-use super::ClusterEvidence;
+use super::{connect, parse_config};
 use crate::durability::{Check, Durability};
-use crate::targets::postgres::{connect, parse_config};
+use crate::replication::{ClusterEvidence, replicas_given};
 use crate::targets::{Identity, TargetError};
 
 /// A parsed `synchronous_standby_names`: `[FIRST|ANY] n (name, …)` or `name, …` (FIRST 1).
@@ -158,13 +158,10 @@ pub fn standbys_check(standbys: &[Standby], durability: Durability) -> Check {
 }
 
 fn query_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError {
-    TargetError::Query {
-        system: identity.name.clone(),
-        message: match e.as_db_error() {
-            Some(db) => db.message().to_owned(),
-            None => e.to_string(),
-        },
-    }
+    identity.query_error(match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    })
 }
 
 /// `host:port` of a connection, as the client sees it.
@@ -229,20 +226,16 @@ async fn read_primary(
     })
 }
 
-/// Reads the primary's `pg_stat_replication` and each standby's own status.
+/// Reads the primary's `pg_stat_replication` (on a connection of its own) and each standby's
+/// own status.
 pub async fn verify(
-    primary: &TargetSpec,
+    config: &Config,
+    identity: &Identity,
     replicas: &[TargetSpec],
     durability: Durability,
 ) -> Result<ClusterEvidence, TargetError> {
-    let config = parse_config(primary)?;
-    let identity = Identity {
-        name: primary.name.clone().unwrap_or_else(|| "postgres".into()),
-        kind: "postgres".into(),
-        url_redacted: primary.url_redacted(),
-    };
-    let client = connect(&config, &identity).await?;
-    let facts = read_primary(&client, &identity, &config).await?;
+    let client = connect(config, identity).await?;
+    let facts = read_primary(&client, identity, config).await?;
     let mut checks = vec![
         Check::new(
             "pg_is_in_recovery",
@@ -252,14 +245,14 @@ pub async fn verify(
         ),
         standbys_check(&facts.standbys, durability),
     ];
-    let mut nodes = vec![format!("primary {}", address(&config))];
+    let mut nodes = vec![format!("primary {}", address(config))];
     nodes.extend(
         facts
             .standbys
             .iter()
             .map(|s| format!("{} {} {}", s.name, s.state, s.sync_state)),
     );
-    checks.extend(super::replicas_given(
+    checks.extend(replicas_given(
         "standbys",
         "for its own fsync and what it streams from",
         replicas,

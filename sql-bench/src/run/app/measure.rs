@@ -9,15 +9,16 @@ use common::cputime::process_cpu_ns;
 use common::human::{format_latency_ns, format_rate};
 use common::progress::Progress;
 use common::results::Status;
+use common::run::Recording;
 use common::writer::WriteError;
 
-use super::cells::Cells;
-use super::cells::Inserted;
-use super::layer::{DataLayer, LayerError};
-use super::scenarios::{self, Scenario};
-use super::{AppOpts, COLLECTION, Data};
+use crate::opts::AppOpts;
 use crate::query::{CollectionState, Doc, DocError, DocSession};
-use crate::suites::systems::Connected;
+use crate::suites::app::cells::{Cells, Inserted};
+use crate::suites::app::layer::{DataLayer, LayerError};
+use crate::suites::app::scenarios::{self, Scenario};
+use crate::suites::app::{COLLECTION, Data};
+use crate::systems::Connected;
 
 pub struct RoundContext<'a> {
     pub opts: &'a AppOpts,
@@ -25,7 +26,6 @@ pub struct RoundContext<'a> {
     pub round: u32,
     pub scenarios: &'a [Scenario],
     pub data: &'a Data,
-    pub progress: &'a Progress,
     pub interrupt: &'a AtomicBool,
     /// Leave the collection in place afterwards.
     pub keep: bool,
@@ -71,14 +71,20 @@ fn failure(round: u32, error: &LayerError) -> (Status, String) {
     }
 }
 
-/// Runs one round on one engine; cells record what happened, and `save` writes them out after
-/// every scenario.
+/// Puts the cells, as they stand, into the report and writes `results.json`.
+fn save(run: &mut Recording, cells: &Cells) -> Result<(), WriteError> {
+    cells.write_into(&mut run.report);
+    run.save()
+}
+
+/// Runs one round on one engine; cells record what happened, and are written out after every
+/// scenario.
 pub async fn round(
     ctx: &RoundContext<'_>,
     system: &mut Connected,
     cells: &mut Cells,
     index: usize,
-    mut save: impl FnMut(&Cells) -> Result<(), WriteError>,
+    run: &mut Recording,
 ) -> anyhow::Result<()> {
     let round = ctx.round;
     let all = ctx.scenarios;
@@ -90,26 +96,26 @@ pub async fn round(
             Status::Error,
             &format!("round {round}: creating the collection failed: {e}"),
         );
-        save(cells)?;
+        save(run, cells)?;
         return Ok(());
     }
     let mut session = match system.target.open_doc_session(&COLLECTION).await {
         Ok(session) => session,
         Err(e) => {
             cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
-            save(cells)?;
+            save(run, cells)?;
             return Ok(());
         }
     };
-    if fill(ctx, &name, session.as_mut(), cells, index).await {
-        measure_filled(ctx, system, &mut session, cells, index, &mut save).await?;
+    if fill(ctx, &name, session.as_mut(), cells, index, run.progress()).await {
+        measure_filled(ctx, system, &mut session, cells, index, run).await?;
     }
-    save(cells)?;
+    save(run, cells)?;
     drop(session);
     if !ctx.keep
         && let Err(e) = system.target.drop_collection(&COLLECTION).await
     {
-        ctx.progress
+        run.progress()
             .line(format!("{name}: dropping the collection failed: {e}"));
     }
     Ok(())
@@ -122,7 +128,7 @@ async fn measure_filled(
     session: &mut Box<dyn DocSession>,
     cells: &mut Cells,
     index: usize,
-    save: &mut impl FnMut(&Cells) -> Result<(), WriteError>,
+    run: &mut Recording,
 ) -> anyhow::Result<()> {
     let (round, all) = (ctx.round, ctx.scenarios);
     let name = system.info.name.clone();
@@ -135,7 +141,7 @@ async fn measure_filled(
             &format!("round {round}: reading the catalog failed: {e}"),
         ),
     }
-    save(cells)?;
+    save(run, cells)?;
     for scenario in ctx.reads() {
         if ctx.interrupted() {
             break;
@@ -143,15 +149,25 @@ async fn measure_filled(
         if !cells.is_live(scenario, index) {
             continue;
         }
-        let lost = read_scenario(ctx, &name, session.as_mut(), scenario, cells, index).await;
-        save(cells)?;
+        let progress = run.progress();
+        let lost = read_scenario(
+            ctx,
+            &name,
+            session.as_mut(),
+            scenario,
+            cells,
+            index,
+            progress,
+        )
+        .await;
+        save(run, cells)?;
         if lost {
             // A lost connection is replaced for the scenarios that follow.
             match system.target.open_doc_session(&COLLECTION).await {
                 Ok(fresh) => *session = fresh,
                 Err(e) => {
                     cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
-                    save(cells)?;
+                    save(run, cells)?;
                     return Ok(());
                 }
             }
@@ -161,7 +177,16 @@ async fn measure_filled(
         && cells.is_live(Scenario::Append, index)
         && !ctx.interrupted()
     {
-        append(ctx, &name, system, session.as_mut(), cells, index).await;
+        append(
+            ctx,
+            &name,
+            system,
+            session.as_mut(),
+            cells,
+            index,
+            run.progress(),
+        )
+        .await;
     }
     Ok(())
 }
@@ -210,10 +235,10 @@ async fn fill(
     session: &mut dyn DocSession,
     cells: &mut Cells,
     index: usize,
+    progress: &Progress,
 ) -> bool {
     let opts = ctx.opts;
-    ctx.progress
-        .line(ctx.label(name, &format!("filling {} records", opts.rows)));
+    progress.line(ctx.label(name, &format!("filling {} records", opts.rows)));
     match insert_all(
         session,
         &ctx.data.fill.docs,
@@ -228,7 +253,7 @@ async fn fill(
                 cells.record_batches(Scenario::Fill, index, &inserted);
             }
             let (rows, time) = inserted.totals();
-            ctx.progress.line(ctx.label(
+            progress.line(ctx.label(
                 name,
                 &format!(
                     "fill: {} rows/s",
@@ -306,6 +331,7 @@ async fn read_scenario(
     scenario: Scenario,
     cells: &mut Cells,
     index: usize,
+    progress: &Progress,
 ) -> bool {
     let opts = ctx.opts;
     let ceiling = opts.common.ceiling;
@@ -355,7 +381,7 @@ async fn read_scenario(
     let mut sorted = samples.clone();
     sorted.sort_unstable();
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
-    ctx.progress.line(ctx.label(
+    progress.line(ctx.label(
         name,
         &format!("{}: median {}", scenario.key(), format_latency_ns(median)),
     ));
@@ -371,6 +397,7 @@ async fn append(
     session: &mut dyn DocSession,
     cells: &mut Cells,
     index: usize,
+    progress: &Progress,
 ) {
     let opts = ctx.opts;
     match insert_all(
@@ -385,7 +412,7 @@ async fn append(
         Ok(inserted) => {
             cells.record_batches(Scenario::Append, index, &inserted);
             let (rows, time) = inserted.totals();
-            ctx.progress.line(ctx.label(
+            progress.line(ctx.label(
                 name,
                 &format!(
                     "append: {} rows/s",

@@ -1,13 +1,14 @@
 //! The systems a suite measures: which targets, connecting to each, what each reports about
-//! itself, and whether its durability matches the configuration asked for.
+//! itself (where it runs and keeps its data included), whether its durability matches the
+//! configuration asked for, and the names it is reported under.
 
 use std::path::Path;
 
 use anyhow::bail;
 use common::options::{CommonOpts, TargetSpec};
-use common::results::SystemInfo;
+use common::results::{Location, SystemInfo};
 
-use crate::durability::Durability;
+use crate::durability::{Check, Durability};
 use crate::targets::{self, Target};
 
 /// A system as connected and described, before any suite-specific preparation.
@@ -16,6 +17,8 @@ pub struct Connected {
     pub info: SystemInfo,
     /// Why the system is not measured at all.
     pub refused: Option<String>,
+    /// Every check of its own settings, for an engine whose cluster can be read.
+    pub settings_checks: Option<Vec<Check>>,
 }
 
 /// The targets to measure: those named, or the embedded default.
@@ -55,10 +58,19 @@ pub async fn connect_all(
                     .data_dir
                     .as_ref()
                     .map(|d| d.display().to_string()),
+                location: description.location,
                 ..SystemInfo::default()
             },
             refused: None,
+            settings_checks: description.settings_checks.clone(),
         };
+        if system.info.location == Location::Local && system.info.data_dir.is_none() {
+            // The lifecycle measures a floor where a system says its data is; say why not.
+            system.info.not_measured.push(
+                "durable-write floor of its disk: the server does not report where it keeps its data"
+                    .into(),
+            );
+        }
         if !description.mismatches.is_empty() {
             let what = description.mismatches.join("; ");
             if allow_unmatched {
@@ -83,38 +95,38 @@ fn settle_names(
     explicit: &[Option<String>],
     reference: Option<&str>,
 ) -> anyhow::Result<()> {
-    let mut names: Vec<String> = Vec::new();
-    for (system, given) in systems.iter_mut().zip(explicit) {
-        let name = given.clone().unwrap_or_else(|| system.info.kind.clone());
-        if names.contains(&name) {
-            bail!(
-                "two targets are named `{name}`; tell them apart with NAME=URL (for example --target {name}2={})",
-                system.info.url_redacted
-            );
-        }
-        names.push(name.clone());
+    let names: Vec<String> = systems
+        .iter()
+        .zip(explicit)
+        .map(|(system, given)| given.clone().unwrap_or_else(|| system.info.kind.clone()))
+        .collect();
+    let urls: Vec<String> = systems
+        .iter()
+        .map(|s| s.info.url_redacted.clone())
+        .collect();
+    common::run::check_names(&names, &urls, reference, "--target")?;
+    for (system, name) in systems.iter_mut().zip(names) {
         system.target.identity_mut().name.clone_from(&name);
         system.info.name = name;
-    }
-    if let Some(reference) = reference
-        && !names.iter().any(|n| n == reference)
-    {
-        bail!(
-            "--reference {reference} names no target (targets: {})",
-            names.join(", ")
-        );
     }
     Ok(())
 }
 
-/// Fails when every system was refused: then nothing can be measured.
-pub fn ensure_some_measurable(systems: &[Connected]) -> anyhow::Result<()> {
-    if systems.iter().all(|s| s.refused.is_some()) {
+/// Fails when every system (name, why it is refused) was refused: then nothing can be
+/// measured.
+pub fn ensure_some_measurable<'a>(
+    systems: impl IntoIterator<Item = (&'a str, Option<&'a str>)> + Clone,
+) -> anyhow::Result<()> {
+    if systems
+        .clone()
+        .into_iter()
+        .all(|(_, refused)| refused.is_some())
+    {
         bail!(
             "no system can be measured: {}",
             systems
-                .iter()
-                .map(|s| format!("{} {}", s.info.name, s.refused.as_deref().unwrap_or("")))
+                .into_iter()
+                .map(|(name, refused)| format!("{name} {}", refused.unwrap_or("")))
                 .collect::<Vec<_>>()
                 .join("; ")
         );

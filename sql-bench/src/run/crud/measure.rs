@@ -1,0 +1,231 @@
+//! The crud run's measurement: one cell per workload × system, every window in common's
+//! interleaved schedule, each write window's rows counted against what was acknowledged, and
+//! the notes that say what the figures stand on.
+
+use std::sync::Arc;
+
+use common::human::{format_latency_ns, format_rate};
+use common::phases::window_line;
+use common::protocol::{CellBuilder, Round, schedule};
+use common::results::{Cell, Report, Status};
+use common::run::Recording;
+use common::window::WindowPlan;
+
+use super::cluster;
+use super::system::{System, tables};
+use crate::opts::CrudOpts;
+use crate::session::{Kind, KvWindow, Mix};
+use crate::suites::crud::workload::Workload;
+use crate::targets::{KvTable, Target};
+
+/// Every cell of the run: the workloads, the systems and each pair's builder.
+pub(super) struct Grid<'a> {
+    pub workloads: &'a [Workload],
+    pub systems: &'a mut [System],
+    pub builders: &'a mut [Vec<CellBuilder>],
+}
+
+fn round_name(round: Round) -> String {
+    match round.measured {
+        Some(n) => format!("round {n}"),
+        None => format!("warm-up {}", round.index + 1),
+    }
+}
+
+/// The builders of every workload × system, already marked where a system is refused or its
+/// reads cannot be trusted.
+pub(super) fn builders(
+    opts: &CrudOpts,
+    workloads: &[Workload],
+    systems: &[System],
+) -> Vec<Vec<CellBuilder>> {
+    let common = &opts.common;
+    workloads
+        .iter()
+        .map(|w| {
+            systems
+                .iter()
+                .map(|s| {
+                    let cell = Cell::new(
+                        &w.to_string(),
+                        s.name(),
+                        "ops/s",
+                        w.connections,
+                        common.rounds,
+                    );
+                    let mut b = CellBuilder::new(cell, common.ceiling);
+                    for label in &s.info.labels {
+                        b.add_label(label);
+                    }
+                    if let Some(reason) = &s.refused {
+                        b.mark(Status::Refused, reason.clone());
+                    } else if let (Some(reason), true) = (&s.reads_invalid, w.kind != Kind::Write) {
+                        b.mark(
+                            Status::Invalid,
+                            format!("{reason}; reads are not timed against wrong data"),
+                        );
+                    }
+                    b
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Measures every window of the schedule (warm-ups discarded, systems in alternating order),
+/// recording each cell the moment its window is done; stops early when interrupted.
+pub(super) async fn all(
+    opts: &CrudOpts,
+    grid: &mut Grid<'_>,
+    values: Arc<[String]>,
+    run: &mut Recording,
+) -> anyhow::Result<()> {
+    let common = &opts.common;
+    let (_, write_table) = tables(opts);
+    let plan = WindowPlan {
+        duration: common.duration,
+        ceiling: common.ceiling,
+        rate_per_s: common.rate,
+        interrupt: run.interrupt().clone(),
+        progress: run.progress().sender(),
+    };
+    let mut window: u64 = 0;
+    let steps = schedule(
+        grid.workloads.len(),
+        grid.systems.len(),
+        common.warmup,
+        common.rounds,
+    );
+    for step in steps {
+        if run.interrupted() {
+            break;
+        }
+        let workload = &grid.workloads[step.workload];
+        let builder = &mut grid.builders[step.workload][step.system];
+        let system = &mut grid.systems[step.system];
+        let Some(workers) = system.workers.as_mut() else {
+            continue;
+        };
+        if !builder.is_live() {
+            continue;
+        }
+        window += 1;
+        let mix = Mix {
+            kind: workload.kind,
+            read_keys: opts.read_rows as i64,
+            value_len: opts.value_size,
+            values: values.clone(),
+            window,
+            seed: common.seed,
+        };
+        let label = format!(
+            "{workload} · {} · {}",
+            system.info.name,
+            step.round.label(common.warmup, common.rounds)
+        );
+        run.progress().window(label.clone(), common.duration);
+        match workers
+            .run_window(workload.connections as usize, &mix, &plan)
+            .await
+        {
+            Ok(outcome) => {
+                builder.add(step.round, &outcome.outcome);
+                if workload.kind != Kind::Read {
+                    let checked = Checked {
+                        table: write_table,
+                        mix: &mix,
+                        window: &outcome,
+                        round: step.round,
+                    };
+                    verify_writes(system.target.as_mut(), checked, builder).await;
+                }
+                run.progress()
+                    .line(window_line(&label, &outcome.outcome, "ops/s"));
+            }
+            Err(message) => {
+                let reason = format!("{}: {message}", round_name(step.round));
+                builder.mark(Status::Error, reason);
+                run.progress().line(format!("{label}: {message}"));
+            }
+        }
+        run.record(builder.to_cell())?;
+    }
+    Ok(())
+}
+
+/// What one write window is checked against.
+struct Checked<'a> {
+    table: KvTable,
+    mix: &'a Mix,
+    window: &'a KvWindow,
+    round: Round,
+}
+
+/// Checks that the rows a write window left are the ones it acknowledged: at least every
+/// acknowledged insert, at most those plus the ones whose outcome is unknown.
+async fn verify_writes(target: &mut dyn Target, checked: Checked<'_>, builder: &mut CellBuilder) {
+    let (low, high) = checked.mix.write_key_range();
+    let counts = checked.window.outcome.recorder.counts;
+    let round = round_name(checked.round);
+    match target.count_kv(checked.table, low, high).await {
+        Ok(found) => {
+            // Failed or abandoned operations may or may not have written their row.
+            let min = checked.window.inserts_acknowledged;
+            let max = min + counts.error + counts.timeout;
+            if found < min || found > max {
+                builder.mark(
+                    Status::Invalid,
+                    format!("{round}: {found} rows found after {min} acknowledged inserts (at most {max} possible)"),
+                );
+            }
+        }
+        Err(e) => builder.mark(
+            Status::Error,
+            format!("{round}: counting the written rows failed: {e}"),
+        ),
+    }
+}
+
+/// What the figures stand on and what they do not establish.
+pub(super) fn notes(opts: &CrudOpts, systems: &[System]) -> Vec<String> {
+    let mut notes = vec![
+        cluster::topology_note(opts, systems),
+        "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
+    ];
+    if systems.iter().any(|s| s.info.kind == "sqlite") {
+        notes.push("SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into());
+    }
+    for s in systems.iter().filter(|s| !s.info.labels.is_empty()) {
+        notes.push(format!("{} is measured with unmatched durability: its cells are not comparable with the others.", s.name()));
+    }
+    if opts.common.rate.is_none() {
+        notes.push("Closed loop: each connection sends its next request when the previous one is answered, so latency and throughput are two views of the same queue.".into());
+    }
+    notes
+}
+
+/// Puts each system's single-connection write rate beside its durable-write floor.
+pub(super) fn floor_notes(report: &mut Report) {
+    let mut lines = Vec::new();
+    for system in &report.systems {
+        let Some(floor) = system.durable_write_floor_ns else {
+            continue;
+        };
+        let Some(write_1c) = report
+            .cells
+            .iter()
+            .find(|c| c.system == system.name && c.workload == "write 1c")
+            .and_then(Cell::usable_throughput)
+        else {
+            continue;
+        };
+        lines.push(format!(
+            "{}: write 1c {} ops/s against a durable-write floor of {} in its data directory (one connection can commit at most {} times/s)",
+            system.name,
+            format_rate(write_1c.median),
+            format_latency_ns(floor),
+            format_rate(1e9 / floor as f64)
+        ));
+    }
+    report.notes.extend(lines);
+}

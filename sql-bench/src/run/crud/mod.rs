@@ -1,0 +1,223 @@
+//! `sql-bench crud`, as its phases: plan (every input checked before anything is touched) →
+//! connect, describe, verify durability and each cluster → prepare and verify the tables →
+//! begin the report → warm up and measure, interleaved → read each cluster again → record →
+//! render, on common's run lifecycle.
+
+mod cluster;
+mod measure;
+mod system;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::bail;
+use common::options::TargetSpec;
+use common::progress::Progress;
+use common::run::{Begin, Lifecycle, Summary, Tool};
+
+use self::system::{System, measured, tables};
+use crate::opts::CrudOpts;
+use crate::report::crud::CrudReport;
+use crate::session::{MAX_CONNECTIONS, MAX_WINDOWS};
+use crate::suites::crud::data::CrudData;
+use crate::suites::crud::workload::Workload;
+use crate::systems::{self, Connected};
+use crate::targets::KvTable;
+
+const TOOL: Tool = Tool {
+    name: "sql-bench",
+    version: env!("CARGO_PKG_VERSION"),
+    suite: "crud",
+};
+
+/// Runs the suite. Bad input fails before any system's data is touched.
+pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let workloads = plan(opts)?;
+    let specs = systems::plan_targets(&opts.common)?;
+    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
+    let sessions = workloads.iter().map(|w| w.connections).max().unwrap_or(1) as usize;
+    let prepared = prepare(opts, &specs, &data, sessions, &lifecycle).await;
+    let mut systems = match prepared {
+        Ok(systems) => systems,
+        Err(e) => return Err(lifecycle.abandon(e)),
+    };
+    let mut run = lifecycle.begin(Begin {
+        section: cluster::section(opts),
+        systems: systems.iter().map(|s| s.info.clone()).collect(),
+        reference: opts.common.reference.clone(),
+        data: Some(data.info.clone()),
+        notes: measure::notes(opts, &systems),
+    })?;
+    cluster::record_evidence(opts, &systems, &mut run.report);
+    let mut builders = measure::builders(opts, &workloads, &systems);
+    for b in builders.iter().flatten() {
+        run.report.upsert_cell(b.to_cell());
+    }
+    run.save()?;
+    let values: Arc<[String]> = data.write_values.clone().into();
+    let mut grid = measure::Grid {
+        workloads: &workloads,
+        systems: &mut systems,
+        builders: &mut builders,
+    };
+    measure::all(opts, &mut grid, values, &mut run).await?;
+    if run.interrupted() {
+        // Said here, before what the clusters and the floors add, as every report orders it.
+        run.report
+            .notes
+            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+    }
+    cluster::recheck(opts, &mut systems, &mut builders, &mut run.report).await;
+    measure::floor_notes(&mut run.report);
+    cleanup(opts, &mut systems, &mut run.report.notes).await;
+    run.finish(&CrudReport)
+}
+
+/// The workloads to run, in order; every option checked. Fails on bad input only.
+fn plan(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
+    opts.common.validate().map_err(anyhow::Error::msg)?;
+    cluster::check_options(opts)?;
+    let connections = opts.common.connections;
+    if connections > MAX_CONNECTIONS {
+        bail!("--connections {connections} is more than {MAX_CONNECTIONS} connections");
+    }
+    let workloads = if opts.workloads.is_empty() {
+        Workload::defaults(connections)
+    } else {
+        let parsed = opts
+            .workloads
+            .iter()
+            .map(|w| Workload::parse(w, connections))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::msg)?;
+        let mut unique: Vec<Workload> = Vec::new();
+        for w in parsed {
+            if !unique.contains(&w) {
+                unique.push(w);
+            }
+        }
+        unique
+    };
+    let windows = workloads.len() as u64 * u64::from(opts.common.warmup + opts.common.rounds);
+    if windows >= MAX_WINDOWS {
+        bail!(
+            "{windows} windows per system is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds or workloads"
+        );
+    }
+    Ok(workloads)
+}
+
+/// Connects to every system, reads what each reports, verifies durability and each cluster,
+/// checks the namespace, then creates and verifies the tables and opens the worker sessions.
+async fn prepare(
+    opts: &CrudOpts,
+    specs: &[TargetSpec],
+    data: &CrudData,
+    sessions: usize,
+    lifecycle: &Lifecycle,
+) -> anyhow::Result<Vec<System>> {
+    let (read, write) = tables(opts);
+    let mut systems = connect_all(opts, specs, lifecycle).await?;
+    cluster::verify_all(opts, specs, &mut systems).await?;
+    systems::ensure_some_measurable(systems.iter().map(|s| (s.name(), s.refused.as_deref())))?;
+    let progress = lifecycle.progress();
+    say_refusals(&systems, progress);
+    for system in measured(&mut systems) {
+        system.target.check_namespace(&[read, write]).await?;
+    }
+    for system in measured(&mut systems) {
+        progress.line(format!(
+            "{}: {} — preparing {}",
+            system.name(),
+            system.info.version,
+            data.info.description
+        ));
+        create_tables(system, data, read, write).await?;
+        cluster::verify_replica_reads(opts, system, data, read).await?;
+    }
+    for system in measured(&mut systems) {
+        system.workers = Some(system.target.open_kv_workers(sessions, read, write).await?);
+    }
+    Ok(systems)
+}
+
+/// Says which systems are refused or measured labelled.
+fn say_refusals(systems: &[System], progress: &Progress) {
+    for system in systems {
+        if let Some(reason) = &system.refused {
+            progress.line(format!("{}: refused — {reason}", system.name()));
+        } else if system
+            .info
+            .labels
+            .iter()
+            .any(|l| l == "unmatched durability")
+        {
+            progress.line(format!(
+                "{}: measured with unmatched durability, labelled",
+                system.name()
+            ));
+        }
+    }
+}
+
+/// Opens every target and reads what it reports about itself (see [`systems::connect_all`]).
+async fn connect_all(
+    opts: &CrudOpts,
+    specs: &[TargetSpec],
+    lifecycle: &Lifecycle,
+) -> anyhow::Result<Vec<System>> {
+    let connected = systems::connect_all(
+        specs,
+        lifecycle.results_path(),
+        opts.config,
+        opts.allow_unmatched_durability,
+        opts.common.reference.as_deref(),
+    )
+    .await?;
+    Ok(connected
+        .into_iter()
+        .map(|c: Connected| System {
+            target: c.target,
+            info: c.info,
+            workers: None,
+            refused: c.refused,
+            settings_checks: c.settings_checks,
+            reads_invalid: None,
+            cluster: Default::default(),
+        })
+        .collect())
+}
+
+/// Creates both tables, verifies them from the engine's catalog and reads the read table back.
+async fn create_tables(
+    system: &mut System,
+    data: &CrudData,
+    read: KvTable,
+    write: KvTable,
+) -> anyhow::Result<()> {
+    system.target.create_kv(read, &data.read_rows).await?;
+    system.target.create_kv(write, &[]).await?;
+    for table in [read, write] {
+        let evidence = system.target.verify_kv(table).await?;
+        system.info.verified.extend(evidence);
+    }
+    let found = system.target.read_kv(read).await?;
+    system.reads_invalid = data.read_table_mismatch(&found);
+    Ok(())
+}
+
+/// Drops fairbench's tables from every system it prepared, unless asked to keep them.
+async fn cleanup(opts: &CrudOpts, systems: &mut [System], notes: &mut Vec<String>) {
+    if opts.keep_data {
+        return;
+    }
+    let (read, write) = tables(opts);
+    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
+        for table in [read, write] {
+            if let Err(e) = system.target.drop_kv(table).await {
+                notes.push(format!("cleaning up failed: {e}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! One sql-bench run: the suite asked for, run as its phases on common's run lifecycle
+//! (`crud` for seed 000's workloads, `app` for seeds 003/004's scenarios).
+
+mod app;
+mod crud;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use common::run::Summary;
+
+use crate::opts::{Opts, Suite};
+
+/// Runs the suite `opts` names. Bad input fails before any system's data is touched.
+pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    match &opts.suite {
+        Suite::Crud(crud) => crud::run(crud, interrupt).await,
+        Suite::App(app) => app::run(app, interrupt).await,
+    }
+}
