@@ -7,7 +7,8 @@ use serde::Serialize;
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
 use common::report::{Table, environment_lines, systems_table};
-use common::results::{Cell, Report, Status, Verdict, VerdictKind};
+use common::results::{Cell, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
+use common::verdict::{Direction, Judgement, judge_rounds, threshold_of};
 
 use crate::opts::AppOpts;
 use crate::suites::app::cells::Cells;
@@ -18,8 +19,8 @@ use crate::suites::app::scenarios::Scenario;
 pub struct AppReport;
 
 impl ToolReport for AppReport {
-    fn verdicts(&self, report: &Report) -> Vec<Verdict> {
-        verdicts(report)
+    fn judge(&self, report: &Report) -> Judgement {
+        judge(report)
     }
 
     fn terminal(&self, report: &Report) -> String {
@@ -70,12 +71,6 @@ fn per_round(cell: &Cell) -> Vec<f64> {
     }
 }
 
-fn range(values: &[f64]) -> Option<(f64, f64)> {
-    let min = values.iter().copied().reduce(f64::min)?;
-    let max = values.iter().copied().reduce(f64::max)?;
-    Some((min, max))
-}
-
 fn find<'a>(report: &'a Report, scenario: &str, system: &str) -> Option<&'a Cell> {
     report
         .cells
@@ -93,13 +88,16 @@ fn scenarios(report: &Report) -> Vec<String> {
     seen
 }
 
-/// Every engine against the reference, per scenario. The ratio is above 1 when the engine is
-/// faster; parity when the two engines' per-round figures overlap (needs two rounds each).
-pub fn verdicts(report: &Report) -> Vec<Verdict> {
+/// Every engine against the reference, per scenario. The ratio is the speed-up (above 1 when the
+/// engine is faster: rows/s for the fill, the inverse of time for the rest), with the confidence
+/// interval of the per-round figures and the verdict it gives (common's rule: three rounds a
+/// side, parity within the threshold).
+pub fn judge(report: &Report) -> Judgement {
+    let mut judgement = Judgement::default();
     let Some(reference) = report.reference.as_deref() else {
-        return Vec::new();
+        return judgement;
     };
-    let mut out = Vec::new();
+    let threshold = threshold_of(report);
     for scenario in scenarios(report) {
         let Some(base) = find(report, &scenario, reference) else {
             continue;
@@ -114,37 +112,38 @@ pub fn verdicts(report: &Report) -> Vec<Verdict> {
             let Some((other_figure, _)) = figure(other) else {
                 continue;
             };
-            let (base_rounds, other_rounds) = (per_round(base), per_round(other));
-            if base_rounds.len() < 2
-                || other_rounds.len() < 2
-                || base_figure <= 0.0
-                || other_figure <= 0.0
-            {
+            if base_figure <= 0.0 || other_figure <= 0.0 {
                 continue;
             }
-            let ratio = if more_is_better {
-                other_figure / base_figure
+            let (base_rounds, other_rounds) = (per_round(base), per_round(other));
+            // A speed-up in both cases: for times, the reference's over the engine's.
+            let (faster, slower) = if more_is_better {
+                (&other_rounds, &base_rounds)
             } else {
-                base_figure / other_figure
+                (&base_rounds, &other_rounds)
             };
-            let (a, b) = (range(&base_rounds).unwrap(), range(&other_rounds).unwrap());
-            let verdict = if a.0 <= b.1 && b.0 <= a.1 {
-                VerdictKind::Parity
-            } else if ratio > 1.0 {
-                VerdictKind::Faster
-            } else {
-                VerdictKind::Slower
-            };
-            out.push(Verdict {
-                workload: scenario.clone(),
-                system: system.name.clone(),
-                reference: reference.to_owned(),
-                ratio,
-                verdict,
-            });
+            match judge_rounds(faster, slower, threshold, Direction::HigherIsBetter) {
+                Ok((ratio, interval, verdict)) => judgement.verdicts.push(Verdict {
+                    workload: scenario.clone(),
+                    system: system.name.clone(),
+                    reference: reference.to_owned(),
+                    metric: Metric::Throughput,
+                    ratio,
+                    interval: [interval.low, interval.high],
+                    confidence: interval.confidence,
+                    verdict,
+                }),
+                Err(reason) => judgement.no_verdicts.push(NoVerdict {
+                    workload: scenario.clone(),
+                    system: system.name.clone(),
+                    reference: reference.to_owned(),
+                    metric: Metric::Throughput,
+                    reason,
+                }),
+            }
         }
     }
-    out
+    judgement
 }
 
 /// One engine's record over the scenarios (the append excluded: it is reported on its own).
@@ -240,12 +239,7 @@ fn cell_text(report: &Report, cell: &Cell) -> String {
         .iter()
         .find(|v| v.workload == cell.workload && v.system == cell.system)
     {
-        let word = match v.verdict {
-            VerdictKind::Faster => "faster",
-            VerdictKind::Slower => "slower",
-            VerdictKind::Parity => "parity",
-        };
-        text.push_str(&format!(" · {:.2}× {word}", v.ratio));
+        text.push_str(&format!(" · {}", common::verdict::describe(v)));
     }
     text
 }
@@ -498,8 +492,11 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
             notes.push(format!("{} · {}: {line}.", cell.system, cell.workload));
         }
     }
-    if opts.common.rounds < 2 {
-        notes.push("With one round there is no noise band, so no engine is called faster, slower or at parity.".into());
+    if (opts.common.rounds as usize) < common::verdict::MIN_ROUNDS {
+        notes.push(format!(
+            "With fewer than {} rounds a side there is no confidence interval, so no engine is called faster, slower or at parity.",
+            common::verdict::MIN_ROUNDS
+        ));
     }
     notes
 }
@@ -524,11 +521,11 @@ mod tests {
     }
 
     fn report() -> Report {
-        let mut fill = Cell::new("fill", "a", "rows/s", 1, 2);
-        fill.throughput = Throughput::from_rounds(vec![10_000.0, 11_000.0]);
-        let mut fill_b = Cell::new("fill", "b", "rows/s", 1, 2);
-        fill_b.throughput = Throughput::from_rounds(vec![20_000.0, 21_000.0]);
-        let mut refused = read("b", "first-page", 1.0, &[1.0, 1.0]);
+        let mut fill = Cell::new("fill", "a", "rows/s", 1, 3);
+        fill.throughput = Throughput::from_rounds(vec![10_000.0, 11_000.0, 10_500.0]);
+        let mut fill_b = Cell::new("fill", "b", "rows/s", 1, 3);
+        fill_b.throughput = Throughput::from_rounds(vec![20_000.0, 21_000.0, 20_500.0]);
+        let mut refused = read("b", "first-page", 1.0, &[1.0, 1.0, 1.0]);
         refused.status = Status::Refused;
         let system = |name: &str| SystemInfo {
             name: name.into(),
@@ -536,7 +533,7 @@ mod tests {
             ..SystemInfo::default()
         };
         let options =
-            serde_json::json!({"iterations": 10, "warmup": 2, "rounds": 2, "batch": 5000});
+            serde_json::json!({"iterations": 10, "warmup": 2, "rounds": 3, "batch": 5000});
         let mut report = Report::begin(
             "sql-bench",
             "0",
@@ -553,14 +550,14 @@ mod tests {
         report.cells = vec![
             fill,
             fill_b,
-            read("a", "inspection", 8.0, &[7.9, 8.1]),
-            read("b", "inspection", 4.0, &[3.9, 4.1]),
-            read("a", "first-page", 3.0, &[2.9, 3.2]),
+            read("a", "inspection", 8.0, &[7.9, 8.0, 8.1]),
+            read("b", "inspection", 4.0, &[3.9, 4.0, 4.1]),
+            read("a", "first-page", 3.0, &[2.9, 3.0, 3.2]),
             refused,
-            read("a", "count", 10.0, &[9.0, 11.0]),
-            read("b", "count", 10.5, &[10.0, 12.0]),
+            read("a", "count", 10.0, &[10.0, 10.1, 9.9]),
+            read("b", "count", 10.05, &[10.05, 10.0, 10.1]),
         ];
-        report.verdicts = verdicts(&report);
+        report.verdicts = judge(&report).verdicts;
         report
     }
 

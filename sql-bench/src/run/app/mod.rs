@@ -14,7 +14,7 @@ use common::results::SystemInfo;
 use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
 
 use crate::opts::AppOpts;
-use crate::report::app::{AppReport, notes, summary, verdicts};
+use crate::report::app::{AppReport, judge, notes, summary};
 use crate::suites::app::cells::Cells;
 use crate::suites::app::scenarios::Scenario;
 use crate::suites::app::{COLLECTION, Data};
@@ -162,7 +162,9 @@ fn record(
     let notes = notes(opts, report, cells);
     report.notes.extend(notes);
     // `finish` computes the same verdicts again; the summary needs them now.
-    report.verdicts = verdicts(report);
+    let judgement = judge(report);
+    report.verdicts = judgement.verdicts;
+    report.no_verdicts = judgement.no_verdicts;
     report
         .extra
         .insert("summary".into(), serde_json::to_value(summary(report))?);
