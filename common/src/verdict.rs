@@ -241,7 +241,8 @@ pub fn compare(
         Metric::Throughput => Direction::HigherIsBetter,
         Metric::LatencyP50 | Metric::LatencyP99 => Direction::LowerIsBetter,
     };
-    let (ratio, interval, verdict) = judge_rounds(&mine, &theirs, threshold, direction).map_err(no)?;
+    let (ratio, interval, verdict) =
+        judge_rounds(&mine, &theirs, threshold, direction).map_err(no)?;
     Ok(Verdict {
         workload: cell.workload.clone(),
         system: cell.system.clone(),

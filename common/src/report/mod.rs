@@ -580,7 +580,11 @@ pub(crate) mod tests {
         report["options"] = serde_json::json!({
             "targets": [], "reference": null, "duration_s": 10.0, "warmup": 1, "rounds": 3,
             "connections": 16, "rate_per_s": null, "seed": 42, "output": null,
-            "ceiling_s": 120.0, "load_gate": null, "quiet": false
+            "ceiling_s": 120.0, "load_gate": null, "quiet": false,
+            // sql-bench crud's own options (the sample is a crud report).
+            "workloads": [], "config": "C0", "allow_unmatched_durability": false,
+            "replicas": [], "read_from": "primary", "read_rows": 1000, "value_size": 100,
+            "keep_data": false
         });
         report["environment"]["cores"] = 2.into();
         schema_violations(&report).unwrap();
