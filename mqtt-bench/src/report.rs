@@ -106,7 +106,9 @@ pub fn seed_table(report: &Report) -> Table {
                     .verdicts
                     .iter()
                     .find(|v| {
-                        v.workload == workload && v.system == s.name && v.metric == Metric::Throughput
+                        v.workload == workload
+                            && v.system == s.name
+                            && v.metric == Metric::Throughput
                     })
                     .filter(|_| !workload.starts_with("latency"));
                 let none = judgement.no_verdicts.iter().find(|v| {
@@ -120,7 +122,10 @@ pub fn seed_table(report: &Report) -> Table {
                             VerdictKind::Parity => "parity",
                             VerdictKind::Inconclusive => "inconclusive",
                         };
-                        format!("{:.2}× [{:.2}–{:.2}] {word}", v.ratio, v.interval[0], v.interval[1])
+                        format!(
+                            "{:.2}× [{:.2}–{:.2}] {word}",
+                            v.ratio, v.interval[0], v.interval[1]
+                        )
                     }
                     (None, Some(n))
                         if !workload.starts_with("latency")
@@ -489,7 +494,10 @@ mod tests {
             .cells
             .iter_mut()
             .filter(|c| c.workload == "qos0 delivered 1→1")
-            .zip([[300_000.0, 302_000.0, 298_000.0], [224_000.0, 226_000.0, 222_000.0]])
+            .zip([
+                [300_000.0, 302_000.0, 298_000.0],
+                [224_000.0, 226_000.0, 222_000.0],
+            ])
         {
             cell.throughput = common::results::Throughput::from_rounds(rounds.to_vec());
         }

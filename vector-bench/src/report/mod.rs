@@ -203,8 +203,7 @@ fn matched_verdicts(report: &Report, curves: &[Curve]) -> Judgement {
                     }
                     continue;
                 };
-                match verdict::judge_rounds(&mine, &theirs, threshold, Direction::HigherIsBetter)
-                {
+                match verdict::judge_rounds(&mine, &theirs, threshold, Direction::HigherIsBetter) {
                     Ok((ratio, interval, kind)) => judgement.verdicts.push(Verdict {
                         workload,
                         system: other.system.clone(),
@@ -249,14 +248,16 @@ fn round_qps(
     let (below, above) = (cell(ef_below)?, cell(ef_above)?);
     let recall = |c: &Cell| c.extra.get("recall").and_then(Value::as_f64);
     let (ra, rb) = (recall(below)?, recall(above)?);
-    let t = if rb > ra { (target - ra) / (rb - ra) } else { 0.0 };
-    let (qa, qb) = (&below.usable_throughput()?.rounds, &above.usable_throughput()?.rounds);
-    Some(
-        qa.iter()
-            .zip(qb)
-            .map(|(x, y)| x + t * (y - x))
-            .collect(),
-    )
+    let t = if rb > ra {
+        (target - ra) / (rb - ra)
+    } else {
+        0.0
+    };
+    let (qa, qb) = (
+        &below.usable_throughput()?.rounds,
+        &above.usable_throughput()?.rounds,
+    );
+    Some(qa.iter().zip(qb).map(|(x, y)| x + t * (y - x)).collect())
 }
 
 /// The families in the order they were measured.
