@@ -23,6 +23,7 @@ pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod seconds;
 pub mod target;
 pub mod testing;
 pub mod verdict;

@@ -1,13 +1,14 @@
 //! One worker's measurements: HDR histograms (ns, auto-resizing, no upper clamp) and counts.
 //! Each worker owns one; they are merged once, after the window.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 
 use crate::results::{Counts, Percentiles};
+use crate::seconds::PerSecond;
 
 /// Significant figures kept by every histogram (0.1% value resolution).
 const SIGFIG: u8 = 3;
@@ -27,6 +28,8 @@ pub struct Recorder {
     pub first_error: Option<String>,
     /// Set when the connection was lost and the worker stopped early.
     pub fatal: Option<String>,
+    /// The latency of each second of the window, when recorded with [`Recorder::record_ok_at`].
+    pub per_second: Option<PerSecond>,
 }
 
 impl Recorder {
@@ -39,6 +42,31 @@ impl Recorder {
             missed_ticks: 0,
             first_error: None,
             fatal: None,
+            per_second: None,
+        }
+    }
+
+    /// A recorder that also keeps the latency of each second from `origin` (the opening of
+    /// the window), for [`Recorder::record_ok_at`].
+    pub fn with_seconds(open_loop: bool, origin: Instant) -> Recorder {
+        Recorder {
+            per_second: Some(PerSecond::new(origin)),
+            ..Recorder::new(open_loop)
+        }
+    }
+
+    /// As [`Recorder::record_ok`], for an operation that completed at `ended`: it is also
+    /// recorded in its second when this recorder keeps seconds.
+    #[inline]
+    pub fn record_ok_at(&mut self, ended: Instant, latency: Duration, service: Duration) {
+        let latency_ns = nanos(latency);
+        self.counts.ok += 1;
+        record_ns(&mut self.latency, latency_ns);
+        if let Some(h) = &mut self.service {
+            record(h, service);
+        }
+        if let Some(seconds) = &mut self.per_second {
+            seconds.record(ended, latency_ns);
         }
     }
 
@@ -84,16 +112,31 @@ impl Recorder {
         if self.fatal.is_none() {
             self.fatal.clone_from(&other.fatal);
         }
+        match (&mut self.per_second, &other.per_second) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.per_second = Some(theirs.clone()),
+            _ => {}
+        }
     }
 }
 
-fn new_histogram() -> Histogram<u64> {
+/// An empty, auto-resizing histogram of the precision every recorder keeps.
+pub(crate) fn new_histogram() -> Histogram<u64> {
     Histogram::new(SIGFIG).expect("3 significant figures is a valid histogram precision")
 }
 
 #[inline]
+fn nanos(value: Duration) -> u64 {
+    u64::try_from(value.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[inline]
 fn record(histogram: &mut Histogram<u64>, value: Duration) {
-    let ns = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
+    record_ns(histogram, nanos(value));
+}
+
+#[inline]
+pub(crate) fn record_ns(histogram: &mut Histogram<u64>, ns: u64) {
     // `record` grows the histogram as needed; only a value it cannot track at all falls back
     // to saturation, so no sample is ever dropped. (`saturating_record` alone would clamp to
     // the current size without growing.)
@@ -102,7 +145,7 @@ fn record(histogram: &mut Histogram<u64>, value: Duration) {
     }
 }
 
-fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+pub(crate) fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     into.add(from)
         .expect("auto-resizing histograms of equal precision always merge");
 }
