@@ -101,6 +101,7 @@ impl Loop {
     /// The recorder, with the open-loop ticks that were due but never started counted as missed.
     fn done(mut self) -> Recorder {
         self.recorder.missed_ticks += self.schedule.unissued();
+        self.recorder.close_seconds();
         self.recorder
     }
 

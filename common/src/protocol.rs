@@ -211,11 +211,13 @@ impl CellBuilder {
             }
         }
         self.throughputs.push(outcome.throughput());
-        self.round_latency.extend(percentiles(&rec.latency));
+        // A window's recorder is closed by its driver; a second left open is counted all the same.
+        let latency = rec.latency_so_far();
+        self.round_latency.extend(percentiles(&latency));
         if let Some(seconds) = &rec.per_second {
             self.round_seconds.push(seconds.encode());
         }
-        pool(&mut self.latency, Some(&rec.latency));
+        pool(&mut self.latency, Some(&latency));
         pool(&mut self.service, rec.service.as_ref());
         pool(&mut self.lag, rec.lag.as_ref());
         self.missed_ticks += rec.missed_ticks;
@@ -411,6 +413,12 @@ mod tests {
             .collect();
         assert_eq!(per_round, [vec![3, 4], vec![5, 0, 6]], "warm-up discarded");
         assert_eq!(cell.counts.ok, 18);
+        let pooled = crate::recorder::decode_histogram(cell.histogram_b64.as_ref().unwrap());
+        assert_eq!(
+            pooled.unwrap().len(),
+            18,
+            "the open last second is in the pool"
+        );
     }
 
     #[test]

@@ -55,19 +55,39 @@ impl Recorder {
         }
     }
 
-    /// As [`Recorder::record_ok`], for an operation that completed at `ended`: it is also
-    /// recorded in its second when this recorder keeps seconds.
+    /// As [`Recorder::record_ok`], for an operation that completed at `ended`. A recorder
+    /// made [`Recorder::with_seconds`] records it once, into the histogram of its second, and
+    /// adds each finished second to `latency` when the next begins: `latency` lacks the
+    /// current second until [`Recorder::close_seconds`] (the driver calls it at the end of
+    /// every window; [`Recorder::merge`] and the progress snapshots account for it).
     #[inline]
     pub fn record_ok_at(&mut self, ended: Instant, latency: Duration, service: Duration) {
         let latency_ns = nanos(latency);
         self.counts.ok += 1;
-        record_ns(&mut self.latency, latency_ns);
+        match &mut self.per_second {
+            Some(seconds) => seconds.record(ended, latency_ns, &mut self.latency),
+            None => record_ns(&mut self.latency, latency_ns),
+        }
         if let Some(h) = &mut self.service {
             record(h, service);
         }
+    }
+
+    /// Adds the current second to `latency` and closes it: from here on `latency` holds every
+    /// operation. Calling it again does nothing.
+    pub fn close_seconds(&mut self) {
         if let Some(seconds) = &mut self.per_second {
-            seconds.record(ended, latency_ns);
+            seconds.close(&mut self.latency);
         }
+    }
+
+    /// The pooled latency including a second not yet closed (for progress snapshots).
+    pub fn latency_so_far(&self) -> Histogram<u64> {
+        let mut latency = self.latency.clone();
+        if let Some(seconds) = &self.per_second {
+            add(&mut latency, seconds.current());
+        }
+        latency
     }
 
     /// Records a completed operation. `latency` includes any schedule lag; `service` does not.
@@ -99,7 +119,12 @@ impl Recorder {
 
     /// Folds another worker's measurements into this one.
     pub fn merge(&mut self, other: &Recorder) {
+        self.close_seconds();
         add(&mut self.latency, &other.latency);
+        if let Some(seconds) = &other.per_second {
+            // The other's current second is not in its `latency` yet.
+            add(&mut self.latency, seconds.current());
+        }
         merge_optional(&mut self.service, &other.service);
         merge_optional(&mut self.lag, &other.lag);
         self.counts.ok += other.counts.ok;
@@ -112,10 +137,9 @@ impl Recorder {
         if self.fatal.is_none() {
             self.fatal.clone_from(&other.fatal);
         }
-        match (&mut self.per_second, &other.per_second) {
-            (Some(mine), Some(theirs)) => mine.merge(theirs),
-            (None, Some(theirs)) => self.per_second = Some(theirs.clone()),
-            _ => {}
+        if other.per_second.is_some() {
+            self.per_second =
+                PerSecond::merge_all(self.per_second.iter().chain(other.per_second.as_ref()));
         }
     }
 }
@@ -215,6 +239,33 @@ mod tests {
         // No upper clamp: a five-minute outlier keeps its value.
         assert!(p.max >= 299_000_000_000, "{p:?}");
         assert!(a.service.is_none());
+    }
+
+    #[test]
+    fn seconds_reach_the_pool_when_merged_or_closed() {
+        let origin = Instant::now();
+        let d = Duration::from_micros(100);
+        let mut worker = Recorder::with_seconds(false, origin);
+        worker.record_ok_at(origin, d, d);
+        worker.record_ok_at(origin + Duration::from_millis(1_500), d, d);
+        assert_eq!(
+            worker.latency.len(),
+            1,
+            "the current second is not pooled yet"
+        );
+        assert_eq!(worker.latency_so_far().len(), 2);
+        let mut window = Recorder::new(false);
+        window.merge(&worker);
+        window.merge(&worker);
+        assert_eq!(window.latency.len(), 4);
+        let seconds = window.per_second.as_ref().unwrap().histograms();
+        assert_eq!(
+            seconds.iter().map(Histogram::len).collect::<Vec<_>>(),
+            [2, 2]
+        );
+        worker.close_seconds();
+        worker.close_seconds();
+        assert_eq!(worker.latency.len(), 2);
     }
 
     #[test]

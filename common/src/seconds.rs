@@ -1,10 +1,10 @@
 //! Latency per second of a window, for the HDR interval log and the latency-over-time chart.
-//! A worker records each completed operation into the histogram of the current 1 s interval
-//! as well as into its pooled one: one comparison per operation decides whether the second is
-//! over, and only then (once a second, never per operation) is the finished second packed
-//! (HdrHistogram V2, without deflate: fast to write, a few KiB) and the histogram reset for the
-//! next. Seconds are counted from the opening of the window and an operation belongs to the
-//! second in which it completed, as HdrHistogram's own interval logs do.
+//! A worker records each completed operation once, into the histogram of the current 1 s
+//! interval: one comparison per operation decides whether the second is over, and only then
+//! (once a second, never per operation) is the finished second added to the worker's pooled
+//! histogram, packed (HdrHistogram V2 without deflate: fast to write, a few KiB) and reset for
+//! the next. Seconds are counted from the opening of the window and an operation belongs to
+//! the second in which it completed, as in HdrHistogram's own interval logs.
 
 use std::time::{Duration, Instant};
 
@@ -40,19 +40,26 @@ impl PerSecond {
         }
     }
 
-    /// Records one latency (ns) of an operation that completed at `ended`.
+    /// Records one latency (ns) of an operation that completed at `ended`; a finished second
+    /// is first added to `pooled`.
     #[inline]
-    pub fn record(&mut self, ended: Instant, latency_ns: u64) {
+    pub fn record(&mut self, ended: Instant, latency_ns: u64, pooled: &mut Histogram<u64>) {
         if ended >= self.boundary {
-            self.rotate(ended);
+            self.rotate(ended, pooled);
         }
         crate::recorder::record_ns(&mut self.current, latency_ns);
     }
 
-    /// Packs the finished second (and an empty one for each second without a completion) and
-    /// moves the boundary to the end of the second `ended` falls in.
+    /// The second being recorded (not yet in the pooled histogram).
+    pub fn current(&self) -> &Histogram<u64> {
+        &self.current
+    }
+
+    /// Adds the finished second to `pooled`, packs it (and an empty one for each second
+    /// without a completion) and moves the boundary to the end of the second `ended` is in.
     #[cold]
-    fn rotate(&mut self, ended: Instant) {
+    fn rotate(&mut self, ended: Instant, pooled: &mut Histogram<u64>) {
+        crate::recorder::add(pooled, &self.current);
         self.packed.push(pack(&self.current));
         self.current.reset();
         let index = ended.saturating_duration_since(self.origin).as_secs();
@@ -62,6 +69,16 @@ impl PerSecond {
         }
         let next = u32::try_from(self.packed.len() + 1).unwrap_or(u32::MAX);
         self.boundary = self.origin + INTERVAL * next;
+    }
+
+    /// Adds the current second to `pooled` and packs it: the series is finished, and every
+    /// operation is in `pooled`. A second call finds nothing current and does nothing.
+    pub fn close(&mut self, pooled: &mut Histogram<u64>) {
+        if !self.current.is_empty() {
+            crate::recorder::add(pooled, &self.current);
+            self.packed.push(pack(&self.current));
+            self.current.reset();
+        }
     }
 
     /// Every second so far, in order: the packed ones, then the current one unless nothing
@@ -112,13 +129,6 @@ impl PerSecond {
         series.packed = seconds.iter().map(pack).collect();
         series.boundary = origin + INTERVAL * u32::try_from(seconds.len() + 1).unwrap_or(u32::MAX);
         series
-    }
-
-    /// Folds another series of the same window into this one.
-    pub fn merge(&mut self, other: &PerSecond) {
-        if let Some(merged) = PerSecond::merge_all([&*self, other]) {
-            *self = merged;
-        }
     }
 
     /// Each second as HdrHistogram V2 + deflate in base64 (the encoding of interval logs and
@@ -179,34 +189,37 @@ mod tests {
     #[test]
     fn operations_land_in_the_second_they_completed_in() {
         let origin = Instant::now();
+        let mut pooled = crate::recorder::new_histogram();
         let mut s = PerSecond::new(origin);
-        s.record(at(origin, 10), 1_000);
-        s.record(at(origin, 999), 2_000);
-        s.record(at(origin, 1_000), 3_000);
+        s.record(at(origin, 10), 1_000, &mut pooled);
+        s.record(at(origin, 999), 2_000, &mut pooled);
+        s.record(at(origin, 1_000), 3_000, &mut pooled);
+        assert_eq!(pooled.len(), 2, "a second reaches the pool when it is over");
         // Nothing completes in second 3; second 4 gets one.
-        s.record(at(origin, 3_500), 4_000);
+        s.record(at(origin, 3_500), 4_000, &mut pooled);
+        assert_eq!(s.current().len(), 1);
+        s.close(&mut pooled);
+        s.close(&mut pooled);
+        assert_eq!(pooled.len(), 4, "closing adds the last second, once");
         let seconds = s.histograms();
         let counts: Vec<u64> = seconds.iter().map(Histogram::len).collect();
         assert_eq!(counts, [2, 1, 0, 1]);
-        assert_eq!(seconds[1].max(), s.histograms()[1].max());
         assert!(seconds[3].value_at_quantile(0.5) >= 3_990);
     }
 
     #[test]
     fn workers_merge_second_by_second() {
         let origin = Instant::now();
+        let mut pooled = crate::recorder::new_histogram();
         let mut a = PerSecond::new(origin);
         let mut b = PerSecond::new(origin);
-        a.record(at(origin, 100), 10);
-        a.record(at(origin, 1_100), 10);
-        b.record(at(origin, 2_100), 10);
-        b.record(at(origin, 2_200), 10);
+        a.record(at(origin, 100), 10, &mut pooled);
+        a.record(at(origin, 1_100), 10, &mut pooled);
+        b.record(at(origin, 2_100), 10, &mut pooled);
+        b.record(at(origin, 2_200), 10, &mut pooled);
         let merged = PerSecond::merge_all([&a, &b]).unwrap();
         let counts: Vec<u64> = merged.histograms().iter().map(Histogram::len).collect();
         assert_eq!(counts, [1, 1, 2]);
-        let mut pairwise = a.clone();
-        pairwise.merge(&b);
-        assert_eq!(pairwise.len(), 3);
         let decoded = decode_round(&merged.encode()).unwrap();
         assert_eq!(decoded.iter().map(Histogram::len).sum::<u64>(), 4);
         assert!(PerSecond::merge_all(std::iter::empty()).is_none());

@@ -188,11 +188,14 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
 
 fn finish(
     outcome: &mut WindowOutcome,
-    results: Vec<Option<Recorder>>,
+    mut results: Vec<Option<Recorder>>,
     last_end: Instant,
     start: Instant,
 ) {
     let all_returned = results.iter().all(Option::is_some);
+    for recorder in results.iter_mut().flatten() {
+        recorder.close_seconds();
+    }
     // Each worker's seconds are decoded once and added second by second, not pairwise.
     let seconds = PerSecond::merge_all(
         results
