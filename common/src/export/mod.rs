@@ -2,7 +2,13 @@
 //! pure function of the [`Report`]; [`crate::writer::ResultsDir::write_exports`] does the I/O,
 //! once per file.
 
-use crate::report;
+pub mod csv;
+#[cfg(test)]
+pub(crate) mod fixture;
+pub mod hdr;
+pub mod names;
+
+use crate::report::{self, Table};
 use crate::results::Report;
 use crate::verdict::Judgement;
 
@@ -35,14 +41,20 @@ pub trait ToolReport: Sync {
         report::judge(report)
     }
 
+    /// The tables of `report.md` and `report.html`, in order (the default: throughput,
+    /// latency and the verdicts against the reference).
+    fn tables(&self, report: &Report) -> Vec<Table> {
+        report::shared_tables(report)
+    }
+
     /// The summary printed on stdout at the end of a run.
     fn terminal(&self, report: &Report) -> String {
         report::render_terminal(report)
     }
 
-    /// `report.md`.
+    /// `report.md`: by default [`ToolReport::tables`] in the shared frame.
     fn markdown(&self, report: &Report) -> String {
-        report::render_markdown(report)
+        report::markdown_frame(report, &self.tables(report), "")
     }
 
     /// SVG charts as (file name, SVG text).
@@ -99,6 +111,8 @@ pub fn exporters(tool: &dyn ToolReport) -> Vec<Box<dyn Exporter + '_>> {
         Box::new(Json),
         Box::new(Markdown(tool)),
         Box::new(Charts(tool)),
+        Box::new(csv::Csv),
+        Box::new(hdr::Hdr),
     ]
 }
 
@@ -136,7 +150,11 @@ mod tests {
         let report = crate::report::tests::sample();
         let files = export_all(&report, &exporters(&Own));
         let names: Vec<&str> = files.iter().map(|f| f.file.as_str()).collect();
-        assert_eq!(names, ["results.json", "report.md", "throughput.svg"]);
+        assert_eq!(
+            names,
+            ["results.json", "report.md", "throughput.svg", "results.csv"],
+            "the sample has no histograms: no HDR files"
+        );
         assert_eq!(files[1].bytes, b"# own\n");
         let back: Report = serde_json::from_slice(&files[0].bytes).unwrap();
         assert_eq!(back.cells.len(), report.cells.len());
