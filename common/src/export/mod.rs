@@ -6,6 +6,7 @@ pub mod csv;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod hdr;
+pub mod html;
 pub mod names;
 
 use crate::report::{self, Table};
@@ -105,14 +106,32 @@ impl Exporter for Charts<'_> {
     }
 }
 
+/// `latency-spectrum.svg` and `latency-over-time.svg`, from the cells' HDR histograms (every
+/// tool's run has them; a tool's own charts come through [`ToolReport::charts`]).
+pub struct LatencyCharts;
+
+impl Exporter for LatencyCharts {
+    fn export(&self, report: &Report) -> Vec<Export> {
+        let spectrum = report::render_spectrum(report).map(|s| ("latency-spectrum.svg", s));
+        let timeline = report::render_timeline(report).map(|s| ("latency-over-time.svg", s));
+        spectrum
+            .into_iter()
+            .chain(timeline)
+            .map(|(file, svg)| Export::new(file, svg))
+            .collect()
+    }
+}
+
 /// Every format a finished run is written in, for a tool's report.
 pub fn exporters(tool: &dyn ToolReport) -> Vec<Box<dyn Exporter + '_>> {
     vec![
         Box::new(Json),
         Box::new(Markdown(tool)),
         Box::new(Charts(tool)),
+        Box::new(LatencyCharts),
         Box::new(csv::Csv),
         Box::new(hdr::Hdr),
+        Box::new(html::Html(tool)),
     ]
 }
 
@@ -152,7 +171,13 @@ mod tests {
         let names: Vec<&str> = files.iter().map(|f| f.file.as_str()).collect();
         assert_eq!(
             names,
-            ["results.json", "report.md", "throughput.svg", "results.csv"],
+            [
+                "results.json",
+                "report.md",
+                "throughput.svg",
+                "results.csv",
+                "report.html"
+            ],
             "the sample has no histograms: no HDR files"
         );
         assert_eq!(files[1].bytes, b"# own\n");
