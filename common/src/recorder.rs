@@ -3,15 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 
+use crate::histogram::{add, nanos, new_histogram, record, record_ns};
+pub use crate::histogram::{decode_histogram, encode_histogram};
 use crate::results::{Counts, Percentiles};
 use crate::seconds::PerSecond;
-
-/// Significant figures kept by every histogram (0.1% value resolution).
-const SIGFIG: u8 = 3;
 
 /// What one worker (or, merged, one window) measured.
 #[derive(Clone, Debug)]
@@ -144,36 +141,6 @@ impl Recorder {
     }
 }
 
-/// An empty, auto-resizing histogram of the precision every recorder keeps.
-pub(crate) fn new_histogram() -> Histogram<u64> {
-    Histogram::new(SIGFIG).expect("3 significant figures is a valid histogram precision")
-}
-
-#[inline]
-fn nanos(value: Duration) -> u64 {
-    u64::try_from(value.as_nanos()).unwrap_or(u64::MAX)
-}
-
-#[inline]
-fn record(histogram: &mut Histogram<u64>, value: Duration) {
-    record_ns(histogram, nanos(value));
-}
-
-#[inline]
-pub(crate) fn record_ns(histogram: &mut Histogram<u64>, ns: u64) {
-    // `record` grows the histogram as needed; only a value it cannot track at all falls back
-    // to saturation, so no sample is ever dropped. (`saturating_record` alone would clamp to
-    // the current size without growing.)
-    if histogram.record(ns).is_err() {
-        histogram.saturating_record(ns);
-    }
-}
-
-pub(crate) fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    into.add(from)
-        .expect("auto-resizing histograms of equal precision always merge");
-}
-
 fn merge_optional(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
     match (into.as_mut(), from) {
         (Some(into), Some(from)) => add(into, from),
@@ -195,26 +162,6 @@ pub fn percentiles(histogram: &Histogram<u64>) -> Option<Percentiles> {
         max: histogram.max(),
         mean: histogram.mean(),
     })
-}
-
-/// Serializes a histogram as HdrHistogram's V2 compressed format in base64, the encoding
-/// HdrHistogram's own log tools read.
-pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(histogram, &mut bytes)
-        .expect("serializing a histogram into memory cannot fail");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Reads back a histogram written by [`encode_histogram`].
-pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
 }
 
 #[cfg(test)]

@@ -8,11 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{
-    Deserializer, Serializer as _, V2DeflateSerializer, V2Serializer,
-};
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 
 /// The length of one interval.
 pub const INTERVAL: Duration = Duration::from_secs(1);
@@ -35,7 +32,7 @@ impl PerSecond {
         PerSecond {
             origin,
             boundary: origin + INTERVAL,
-            current: crate::recorder::new_histogram(),
+            current: crate::histogram::new_histogram(),
             packed: Vec::new(),
         }
     }
@@ -47,7 +44,7 @@ impl PerSecond {
         if ended >= self.boundary {
             self.rotate(ended, pooled);
         }
-        crate::recorder::record_ns(&mut self.current, latency_ns);
+        crate::histogram::record_ns(&mut self.current, latency_ns);
     }
 
     /// The second being recorded (not yet in the pooled histogram).
@@ -59,7 +56,7 @@ impl PerSecond {
     /// without a completion) and moves the boundary to the end of the second `ended` is in.
     #[cold]
     fn rotate(&mut self, ended: Instant, pooled: &mut Histogram<u64>) {
-        crate::recorder::add(pooled, &self.current);
+        crate::histogram::add(pooled, &self.current);
         self.packed.push(pack(&self.current));
         self.current.reset();
         let index = ended.saturating_duration_since(self.origin).as_secs();
@@ -75,7 +72,7 @@ impl PerSecond {
     /// operation is in `pooled`. A second call finds nothing current and does nothing.
     pub fn close(&mut self, pooled: &mut Histogram<u64>) {
         if !self.current.is_empty() {
-            crate::recorder::add(pooled, &self.current);
+            crate::histogram::add(pooled, &self.current);
             self.packed.push(pack(&self.current));
             self.current.reset();
         }
@@ -109,10 +106,10 @@ impl PerSecond {
             origin.get_or_insert(part.origin);
             for (index, second) in part.histograms().into_iter().enumerate() {
                 match sums.get_mut(index) {
-                    Some(sum) => crate::recorder::add(sum, &second),
+                    Some(sum) => crate::histogram::add(sum, &second),
                     None => {
                         while sums.len() < index {
-                            sums.push(crate::recorder::new_histogram());
+                            sums.push(crate::histogram::new_histogram());
                         }
                         sums.push(second);
                     }
@@ -134,7 +131,10 @@ impl PerSecond {
     /// Each second as HdrHistogram V2 + deflate in base64 (the encoding of interval logs and
     /// of `histogram_b64`), for `results.json`.
     pub fn encode(&self) -> Vec<String> {
-        self.histograms().iter().map(encode_deflate).collect()
+        self.histograms()
+            .iter()
+            .map(crate::histogram::encode_histogram)
+            .collect()
     }
 }
 
@@ -150,7 +150,7 @@ fn pack(histogram: &Histogram<u64>) -> Vec<u8> {
 
 fn unpack(bytes: &[u8]) -> Histogram<u64> {
     if bytes.is_empty() {
-        return crate::recorder::new_histogram();
+        return crate::histogram::new_histogram();
     }
     let mut histogram: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &bytes[..])
@@ -159,21 +159,13 @@ fn unpack(bytes: &[u8]) -> Histogram<u64> {
     histogram
 }
 
-fn encode_deflate(histogram: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(histogram, &mut bytes)
-        .expect("serializing a histogram into memory cannot fail");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
 /// Reads back one round's seconds written by [`PerSecond::encode`].
 pub fn decode_round(seconds: &[String]) -> Result<Vec<Histogram<u64>>, String> {
     seconds
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            crate::recorder::decode_histogram(text).map_err(|e| format!("second {}: {e}", i + 1))
+            crate::histogram::decode_histogram(text).map_err(|e| format!("second {}: {e}", i + 1))
         })
         .collect()
 }
@@ -189,7 +181,7 @@ mod tests {
     #[test]
     fn operations_land_in_the_second_they_completed_in() {
         let origin = Instant::now();
-        let mut pooled = crate::recorder::new_histogram();
+        let mut pooled = crate::histogram::new_histogram();
         let mut s = PerSecond::new(origin);
         s.record(at(origin, 10), 1_000, &mut pooled);
         s.record(at(origin, 999), 2_000, &mut pooled);
@@ -210,7 +202,7 @@ mod tests {
     #[test]
     fn workers_merge_second_by_second() {
         let origin = Instant::now();
-        let mut pooled = crate::recorder::new_histogram();
+        let mut pooled = crate::histogram::new_histogram();
         let mut a = PerSecond::new(origin);
         let mut b = PerSecond::new(origin);
         a.record(at(origin, 100), 10, &mut pooled);

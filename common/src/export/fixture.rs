@@ -190,4 +190,17 @@ mod tests {
         assert_eq!(cell.counts.ok, 40 * 3 * 5);
         assert!(!report.verdicts.is_empty());
     }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn the_fixture_with_its_seconds_matches_the_schema() {
+        let mut report = serde_json::to_value(super::report()).unwrap();
+        crate::testing::schema_violations(&report).unwrap();
+        report["cells"][0]["latency_per_second_b64"][0] = serde_json::json!([""]);
+        let violations = crate::testing::schema_violations(&report).unwrap_err();
+        assert!(
+            violations.contains("/cells/0/latency_per_second_b64/0/0"),
+            "{violations}"
+        );
+    }
 }
