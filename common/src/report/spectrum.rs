@@ -72,13 +72,6 @@ pub fn render_spectrum(report: &Report) -> Option<String> {
                 .any(|(_, lines)| lines.iter().any(|l| l.cell.system == *name))
         })
         .collect();
-    // The deepest percentile any cell has enough operations for: 10^k operations give k nines.
-    let most = panels
-        .iter()
-        .flat_map(|(_, lines)| lines.iter().map(|l| l.histogram.len()))
-        .max()
-        .unwrap_or(1);
-    let depth = (most as f64).log10().ceil().clamp(1.0, 6.0);
     let rows = panels.len().div_ceil(2);
     let height = TOP + PANEL_H * rows as f64;
     let mut svg = String::new();
@@ -98,15 +91,19 @@ pub fn render_spectrum(report: &Report) -> Option<String> {
     for (i, (workload, lines)) in panels.iter().enumerate() {
         let x0 = (i % 2) as f64 * (PANEL_W + 12.0);
         let y0 = TOP + (i / 2) as f64 * PANEL_H;
+        // The deepest percentile the panel's cells have operations for: 10^k give k nines.
+        let most = lines.iter().map(|l| l.histogram.len()).max().unwrap_or(1);
+        let depth = (most as f64).log10().ceil().clamp(1.0, 6.0);
         panel(&mut svg, report, workload, lines, (x0, y0), depth);
     }
     chart::close(&mut svg);
     Some(svg)
 }
 
-/// The x labels: `0%` at the left, then 50%, 90%, 99%, … to `depth` nines.
+/// The x labels: 50%, 90%, 99%, … to `depth` nines (0% is the left edge, unlabelled: it
+/// would sit on top of 50%).
 fn x_ticks(depth: f64) -> Vec<(f64, String)> {
-    let mut ticks = vec![(0.0, "0%".to_owned()), (2f64.log10(), "50%".to_owned())];
+    let mut ticks = vec![(2f64.log10(), "50%".to_owned())];
     for k in 1..=depth as u32 {
         let q = 1.0 - 10f64.powi(-(k as i32));
         let label = format!("{:.*}%", (k as usize).saturating_sub(2), q * 100.0);
@@ -250,6 +247,6 @@ mod tests {
     #[test]
     fn percentile_labels_keep_their_nines() {
         let labels: Vec<String> = x_ticks(4.0).into_iter().map(|(_, l)| l).collect();
-        assert_eq!(labels, ["0%", "50%", "90%", "99%", "99.9%", "99.99%"]);
+        assert_eq!(labels, ["50%", "90%", "99%", "99.9%", "99.99%"]);
     }
 }

@@ -26,7 +26,7 @@ const MARKS: [&str; 7] = [
 /// chromium's path: `$FAIRBENCH_CHROMIUM`, else `chromium` or `chromium-browser` on `PATH`.
 pub fn chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("FAIRBENCH_CHROMIUM") {
-        return Some(PathBuf::from(path));
+        return Some(PathBuf::from(path)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
