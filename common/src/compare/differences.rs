@@ -43,11 +43,16 @@ pub struct Difference {
 }
 
 impl Difference {
-    /// `options: connections 16 → 32`.
+    /// `options: connections 16 → 32`; `kernel: 6.1 → 6.12`.
     pub fn line(&self) -> String {
+        let what = if self.what.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", self.what)
+        };
         format!(
-            "{}: {} {} → {}",
-            self.kind, self.what, self.baseline, self.candidate
+            "{}: {what}{} → {}",
+            self.kind, self.baseline, self.candidate
         )
     }
 }
@@ -128,7 +133,7 @@ fn machine(a: &Report, b: &Report, out: &mut Vec<Difference>) {
             crate::human::format_bytes(y.memory_bytes),
         );
     }
-    push("kernel", "kernel", x.kernel.clone(), y.kernel.clone());
+    push("kernel", "", x.kernel.clone(), y.kernel.clone());
 }
 
 fn system(x: &SystemInfo, y: &SystemInfo, out: &mut Vec<Difference>) {
@@ -250,7 +255,7 @@ mod tests {
             [
                 "options: connections 16 → 32",
                 "machine: cores 2 → 4",
-                "kernel: kernel 6.1.0-test → 6.12.0",
+                "kernel: 6.1.0-test → 6.12.0",
                 "system: postgres version PostgreSQL 16.4 → PostgreSQL 17.0",
                 "system: postgres verified fsync on → off",
                 "data: checksum 9f86d081884c7d65 → 0000",

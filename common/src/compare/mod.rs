@@ -87,6 +87,8 @@ pub struct RunRef {
     pub git_commit: Option<String>,
     pub suite: String,
     pub section: String,
+    /// The 1-minute load average at the start and the end of the run.
+    pub loadavg_1m: [Option<f64>; 2],
 }
 
 impl RunRef {
@@ -100,6 +102,10 @@ impl RunRef {
             git_commit: r.git_commit.clone(),
             suite: r.suite.clone(),
             section: r.section.clone(),
+            loadavg_1m: [
+                Some(r.environment.loadavg_start[0]),
+                r.environment.loadavg_end.map(|l| l[0]),
+            ],
         }
     }
 }
@@ -302,8 +308,13 @@ pub fn run(args: &CompareArgs, tool: &str) -> anyhow::Result<Exit> {
         Format::Json => (render_json(&comparison), "json"),
     };
     if let Some(dir) = &args.output {
-        let out = ResultsDir::create(dir)
-            .map_err(|e| anyhow::anyhow!("{e} (the output folder of compare)"))?;
+        let out = ResultsDir::create(dir).map_err(|e| match e {
+            crate::writer::WriteError::Folder { path, source } => anyhow::anyhow!(
+                "cannot write the comparison into {}: {source}",
+                path.display()
+            ),
+            other => other.into(),
+        })?;
         out.write_atomic(&format!("compare.{extension}"), text.as_bytes())?;
         out.write_atomic("compare.html", render_html(&comparison).as_bytes())?;
     }

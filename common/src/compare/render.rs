@@ -76,13 +76,16 @@ pub fn table(c: &Comparison) -> Table {
 }
 
 fn run_line(side: &str, r: &super::RunRef, tool: &str) -> String {
+    let load = |l: Option<f64>| l.map_or_else(|| "?".to_owned(), |l| format!("{l:.2}"));
     format!(
-        "{side}: {} — run {}, started {}, {tool} {} (commit {})",
+        "{side}: {} — run {}, started {}, {tool} {} (commit {}), load {} at start, {} at end",
         r.path,
         r.run_id,
         r.started_at,
         r.tool_version,
-        r.git_commit.as_deref().unwrap_or("unknown")
+        r.git_commit.as_deref().unwrap_or("unknown"),
+        load(r.loadavg_1m[0]),
+        load(r.loadavg_1m[1])
     )
 }
 
