@@ -117,10 +117,10 @@ pub fn forest(c: &Comparison, metric: Metric) -> Option<String> {
         let described = escape(&verdict::describe(v));
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{} · {system}</text>
+            r#"<text data-system="{system}" x="{:.1}" y="{:.1}" text-anchor="end">{} · {system}</text>
 <line data-system="{system}" x1="{:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2.5"/>
 <circle data-system="{system}" cx="{:.1}" cy="{y:.1}" r="4.5" fill="{color}"><title>{} · {system}: {described}</title></circle>
-<text x="{:.1}" y="{:.1}" fill="{color}">{described}</text>"#,
+<text data-system="{system}" x="{:.1}" y="{:.1}" fill="{color}">{described}</text>"#,
             LABEL_W - 10.0,
             y + 4.0,
             escape(&cell.workload),

@@ -106,10 +106,10 @@ fn panel(svg: &mut String, report: &Report, workload: &str, top: f64) {
         let mid = y + ROW_H / 2.0;
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            r#"<text data-system="{0}" x="{1:.1}" y="{2:.1}" text-anchor="end">{0}</text>"#,
+            escape(&system.name),
             LABEL_W - 8.0,
-            mid + 4.0,
-            escape(&system.name)
+            mid + 4.0
         );
         let cell = cells.iter().find(|c| c.system == system.name);
         match cell.and_then(|c| c.usable_throughput()) {
@@ -167,7 +167,7 @@ fn row(
     };
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}">{}{range}</text>"#,
+        r#"<text data-system="{name}" x="{:.1}" y="{:.1}">{}{range}</text>"#,
         LABEL_W + PLOT_W + 10.0,
         mid + 4.0,
         format_rate(t.median)
