@@ -1,16 +1,20 @@
 //! What every fairbench tool shares: the common options, pacing, recording, the run protocol,
 //! the result model, reports, the environment and seeded data.
 
+pub mod cli;
 pub mod clock;
+pub mod compare;
 pub mod cputime;
 pub mod data;
 pub mod driver;
 pub mod environment;
 pub mod exit;
 pub mod export;
+pub mod histogram;
 pub mod human;
 pub mod interrupt;
 pub mod lanes;
+pub mod load;
 pub mod options;
 pub mod pacing;
 pub mod phases;
@@ -25,6 +29,7 @@ pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod seconds;
 pub mod target;
 pub mod testing;
 pub mod verdict;

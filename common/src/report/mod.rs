@@ -1,12 +1,18 @@
 //! Reports: pure functions from a [`Report`] to text (terminal, Markdown) and charts (SVG),
-//! in the seeds' shape: workloads as rows, systems as columns.
+//! in the seeds' shape: workloads as rows, systems as columns. The charts every run gets:
+//! throughput per round, the latency percentile spectrum and latency over time.
 
+pub mod axis;
 pub mod chart;
+pub mod spectrum;
 mod svg;
 mod table;
+pub mod timeline;
 
-pub use svg::render_svg_charts;
+pub use spectrum::render_spectrum;
+pub use svg::{render_svg_charts, render_throughput};
 pub use table::Table;
+pub use timeline::render_timeline;
 
 use std::time::Duration;
 
