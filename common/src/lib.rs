@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod cputime;
+pub mod credentials;
 pub mod data;
 pub mod driver;
 pub mod environment;
@@ -25,6 +26,7 @@ pub mod results;
 pub mod run;
 pub mod target;
 pub mod testing;
+pub mod urlparts;
 pub mod window;
 pub mod writer;
 

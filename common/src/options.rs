@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::credentials::{PasswordFile, Secrets};
 use crate::human;
 use crate::redact::redact_url;
 
@@ -72,6 +73,20 @@ pub struct CommonOpts {
     /// No progress line; the result table and the results path still print.
     #[arg(long)]
     pub quiet: bool,
+
+    /// Accept any TLS certificate (the handshake's signatures are still checked). Loud: a
+    /// warning on stderr, and every cell of each system reached over TLS is labelled
+    /// `insecure-skip-verify`.
+    #[arg(long)]
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
+
+    /// Read the password of the target named NAME from FILE (one trailing line end is
+    /// dropped); repeatable. A password in the URL wins over the file, and the file over
+    /// FAIRBENCH_PASSWORD_<NAME> (NAME upper-cased, `-` and `.` as `_`).
+    #[arg(long = "password-file", value_name = "NAME=FILE", value_parser = PasswordFile::parse)]
+    #[serde(default)]
+    pub password_files: Vec<PasswordFile>,
 }
 
 impl CommonOpts {
@@ -94,7 +109,17 @@ impl CommonOpts {
                 "--load-gate {gate} must be a positive load average"
             ));
         }
+        // A password file or variable named for no target is bad input, found before anything
+        // runs; the secrets themselves are read again where they are used.
+        self.secrets().map_err(|e| e.to_string())?;
         Ok(())
+    }
+
+    /// The passwords and API keys of the targets, from `--password-file` and the
+    /// `FAIRBENCH_PASSWORD_<NAME>` / `FAIRBENCH_API_KEY_<NAME>` variables, checked against the
+    /// targets' names.
+    pub fn secrets(&self) -> Result<Secrets, crate::credentials::CredentialError> {
+        Secrets::gather(self)
     }
 }
 
@@ -247,6 +272,43 @@ mod tests {
         let json = serde_json::to_value(&cli.common).unwrap();
         let back: CommonOpts = serde_json::from_value(json).unwrap();
         assert_eq!(back, cli.common);
+    }
+
+    #[test]
+    fn tls_and_credential_flags_parse_store_and_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pg.pw");
+        std::fs::write(&file, "zq-options-pw\n").unwrap();
+        let file_arg = format!("pg={}", file.display());
+        let cli = Cli::parse_from([
+            "t",
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--insecure-skip-verify",
+            "--password-file",
+            &file_arg,
+        ]);
+        assert!(cli.common.insecure_skip_verify);
+        assert_eq!(cli.common.password_files[0].name, "pg");
+        cli.common.validate().unwrap();
+        let json = serde_json::to_value(&cli.common).unwrap();
+        assert_eq!(json["password_files"][0], file_arg.as_str());
+        assert!(!json.to_string().contains("zq-options-pw"));
+        let back: CommonOpts = serde_json::from_value(json).unwrap();
+        assert_eq!(back, cli.common);
+        let stray = Cli::parse_from(["t", "--password-file", "prod=/nonexistent"]);
+        let error = stray.common.validate().unwrap_err();
+        assert!(error.contains("no target is named `prod`"), "{error}");
+    }
+
+    #[test]
+    fn options_stored_before_the_tls_flags_still_read_back() {
+        let mut json = serde_json::to_value(Cli::parse_from(["t"]).common).unwrap();
+        let object = json.as_object_mut().unwrap();
+        object.remove("insecure_skip_verify");
+        object.remove("password_files");
+        let back: CommonOpts = serde_json::from_value(json).unwrap();
+        assert!(!back.insecure_skip_verify && back.password_files.is_empty());
     }
 
     #[test]

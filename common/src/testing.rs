@@ -1,6 +1,7 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
 //! environment the test command set up, a lock so one test at a time uses the servers, running
-//! a tool in-process on parsed arguments, and the client calls tests make to set servers up.
+//! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
+//! the check that no secret reached anything a run wrote.
 
 use std::future::Future;
 use std::path::Path;
@@ -145,6 +146,56 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
     (status.trim().parse().unwrap_or(0), body.to_owned())
 }
 
+/// Fails the test if `secret` appears anywhere a run wrote: its stdout, its stderr, or any
+/// file under the results folder `dir` (recursively, every byte, hidden files included). Each
+/// place is named with the text around it (the secret itself masked). Use a secret no output
+/// could contain by chance (`zq-leak-check-…`), given through `--password-file` or the URL.
+pub fn assert_no_secret(dir: &Path, stdout: &[u8], stderr: &[u8], secret: &str) {
+    assert!(!secret.is_empty(), "an empty secret matches everything");
+    let mut found = Vec::new();
+    let mut check = |place: String, bytes: &[u8]| {
+        if let Some(at) = find_bytes(bytes, secret.as_bytes()) {
+            let start = at.saturating_sub(60);
+            let end = (at + secret.len() + 60).min(bytes.len());
+            let context = String::from_utf8_lossy(&bytes[start..end]).replace(secret, "<SECRET>");
+            found.push(format!("{place} (byte {at}): …{context}…"));
+        }
+    };
+    check("stdout".into(), stdout);
+    check("stderr".into(), stderr);
+    let mut pending = vec![dir.to_owned()];
+    let mut files = 0;
+    while let Some(folder) = pending.pop() {
+        let entries = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", folder.display()));
+        for entry in entries {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+                files += 1;
+                check(path.display().to_string(), &bytes);
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the secret was written to:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        files > 0,
+        "{} holds no file: did the run write anything?",
+        dir.display()
+    );
+}
+
+fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Fails the test unless `results.json` of `dir` validates against the checked-in schema
 /// (the core and the tool's own `extra`), naming every violation.
 #[cfg(feature = "schema")]
@@ -181,6 +232,32 @@ pub fn schema_violations(instance: &serde_json::Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leaked_secret_is_found_wherever_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("hdr")).unwrap();
+        std::fs::write(
+            dir.path().join("results.json"),
+            b"{\"url\": \"pg://u:***@h\"}",
+        )
+        .unwrap();
+        assert_no_secret(dir.path(), b"table", b"results: /tmp/x", "zq-leak-1");
+        std::fs::write(dir.path().join("hdr/.w.tmp"), b"x zq-leak-1 y").unwrap();
+        let caught = std::panic::catch_unwind(|| {
+            assert_no_secret(
+                dir.path(),
+                b"ok",
+                b"error: login zq-leak-1 failed",
+                "zq-leak-1",
+            )
+        })
+        .unwrap_err();
+        let message = caught.downcast_ref::<String>().unwrap();
+        assert!(message.contains("stderr (byte 13)"), "{message}");
+        assert!(message.contains(".w.tmp"), "{message}");
+        assert!(!message.contains("zq-leak-1"), "{message}");
+    }
 
     #[test]
     fn quick_pairs_give_way_to_the_tests_own() {

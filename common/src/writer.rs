@@ -81,8 +81,10 @@ impl ResultsDir {
         Ok(())
     }
 
-    /// Writes one file of the folder atomically (temporary file, fsync, rename).
+    /// Writes one file of the folder atomically (temporary file, fsync, rename), with every
+    /// secret read from a file or a variable replaced ([`crate::redact::scrub_bytes`]).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        let bytes = crate::redact::scrub_bytes(bytes);
         let target = self.path.join(name);
         let temporary = self.path.join(format!(".{name}.tmp"));
         let file_error = |source| WriteError::File {
@@ -90,7 +92,7 @@ impl ResultsDir {
             source,
         };
         let mut file = fs::File::create(&temporary).map_err(file_error)?;
-        file.write_all(bytes).map_err(file_error)?;
+        file.write_all(&bytes).map_err(file_error)?;
         file.sync_data().map_err(file_error)?;
         fs::rename(&temporary, &target).map_err(file_error)?;
         Ok(())

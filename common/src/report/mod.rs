@@ -515,7 +515,8 @@ pub(crate) mod tests {
         report["options"] = serde_json::json!({
             "targets": [], "reference": null, "duration_s": 10.0, "warmup": 1, "rounds": 3,
             "connections": 16, "rate_per_s": null, "seed": 42, "output": null,
-            "ceiling_s": 120.0, "load_gate": null, "quiet": false
+            "ceiling_s": 120.0, "load_gate": null, "quiet": false,
+            "insecure_skip_verify": false, "password_files": []
         });
         report["environment"]["cores"] = 2.into();
         schema_violations(&report).unwrap();

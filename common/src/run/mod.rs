@@ -248,7 +248,7 @@ impl Recording {
         report.verdicts = tool.verdicts(&report);
         results.write_exports(&report, &exporters(tool))?;
         drop(progress);
-        println!("{}", tool.terminal(&report));
+        println!("{}", crate::redact::scrub(&tool.terminal(&report)));
         if !quiet {
             eprintln!("results: {}", results.path().display());
         }
