@@ -26,6 +26,7 @@ pub mod results;
 pub mod run;
 pub mod target;
 pub mod testing;
+pub mod tls;
 pub mod urlparts;
 pub mod window;
 pub mod writer;

@@ -93,6 +93,7 @@ pub fn read_report(dir: &Path) -> Report {
 /// Runs `future` to completion on a runtime of its own (for a test's own client calls; a
 /// client lives on the runtime it was made on, so make and use it inside one call).
 pub fn block_on<T>(future: impl Future<Output = T>) -> T {
+    crate::tls::install_provider();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
