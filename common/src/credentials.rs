@@ -12,9 +12,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::options::{CommonOpts, TargetSpec};
+use crate::options::{CommonOpts, PasswordFile, TargetSpec};
 use crate::redact::register_secret;
 use crate::urlparts;
 
@@ -58,40 +56,6 @@ impl fmt::Display for Source {
             Source::File(path) => write!(f, "the file {}", path.display()),
             Source::Variable(name) => write!(f, "the variable {name}"),
         }
-    }
-}
-
-/// One `--password-file NAME=FILE`. Stored in reports as written (a path is not a secret).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PasswordFile {
-    pub name: String,
-    pub path: PathBuf,
-}
-
-impl PasswordFile {
-    pub fn parse(text: &str) -> Result<PasswordFile, String> {
-        match text.split_once('=') {
-            Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(PasswordFile {
-                name: name.to_owned(),
-                path: PathBuf::from(path),
-            }),
-            _ => Err(format!(
-                "`{text}` is not NAME=FILE (the target's name, then the file holding its password)"
-            )),
-        }
-    }
-}
-
-impl Serialize for PasswordFile {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&format!("{}={}", self.name, self.path.display()))
-    }
-}
-
-impl<'de> Deserialize<'de> for PasswordFile {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PasswordFile, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        PasswordFile::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::credentials::{PasswordFile, Secrets};
 use crate::human;
 use crate::redact::redact_url;
 
@@ -109,17 +108,19 @@ impl CommonOpts {
                 "--load-gate {gate} must be a positive load average"
             ));
         }
-        // A password file or variable named for no target is bad input, found before anything
-        // runs; the secrets themselves are read again where they are used.
-        self.secrets().map_err(|e| e.to_string())?;
+        for file in &self.password_files {
+            if !self
+                .targets
+                .iter()
+                .any(|t| t.name.as_deref() == Some(&file.name))
+            {
+                return Err(format!(
+                    "--password-file {}=…: no --target is named `{}` (name it: --target {}=URL)",
+                    file.name, file.name, file.name
+                ));
+            }
+        }
         Ok(())
-    }
-
-    /// The passwords and API keys of the targets, from `--password-file` and the
-    /// `FAIRBENCH_PASSWORD_<NAME>` / `FAIRBENCH_API_KEY_<NAME>` variables, checked against the
-    /// targets' names.
-    pub fn secrets(&self) -> Result<Secrets, crate::credentials::CredentialError> {
-        Secrets::gather(self)
     }
 }
 
@@ -137,6 +138,40 @@ pub fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::O
 pub fn from_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let s = f64::deserialize(deserializer)?;
     Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)
+}
+
+/// One `--password-file NAME=FILE`. Stored in reports as written (a path is not a secret).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PasswordFile {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl PasswordFile {
+    pub fn parse(text: &str) -> Result<PasswordFile, String> {
+        match text.split_once('=') {
+            Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(PasswordFile {
+                name: name.to_owned(),
+                path: PathBuf::from(path),
+            }),
+            _ => Err(format!(
+                "`{text}` is not NAME=FILE (the target's name, then the file holding its password)"
+            )),
+        }
+    }
+}
+
+impl Serialize for PasswordFile {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("{}={}", self.name, self.path.display()))
+    }
+}
+
+impl<'de> Deserialize<'de> for PasswordFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PasswordFile, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        PasswordFile::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// One `--target [NAME=]URL`. Serializes with any password redacted.
@@ -298,7 +333,7 @@ mod tests {
         assert_eq!(back, cli.common);
         let stray = Cli::parse_from(["t", "--password-file", "prod=/nonexistent"]);
         let error = stray.common.validate().unwrap_err();
-        assert!(error.contains("no target is named `prod`"), "{error}");
+        assert!(error.contains("no --target is named `prod`"), "{error}");
     }
 
     #[test]

@@ -134,6 +134,13 @@ pub fn with_database(url: &str, database: &str) -> String {
     format!("{base}/{database}")
 }
 
+/// `url` with the parameter `key` set to `value` (replacing it where it is), for tests that
+/// turn one exported URL into its variants (the wrong CA, another sslmode).
+pub fn with_param(url: &str, key: &str, value: &str) -> String {
+    let without = crate::urlparts::without_params(url, &[&crate::urlparts::normalized_key(key)]);
+    crate::urlparts::with_param(&without, key, value)
+}
+
 /// One HTTP call with curl: the status and the body.
 pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
     let mut command = std::process::Command::new("curl");
@@ -285,6 +292,14 @@ mod tests {
         assert_eq!(
             with_database("postgres://u@h:1/postgres", "geo"),
             "postgres://u@h:1/geo"
+        );
+        assert_eq!(
+            with_param(
+                "postgres://h/db?sslmode=verify-full&sslrootcert=/a.pem",
+                "sslrootcert",
+                "/b.pem"
+            ),
+            "postgres://h/db?sslmode=verify-full&sslrootcert=/b.pem"
         );
     }
 }

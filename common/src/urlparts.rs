@@ -128,11 +128,20 @@ pub fn without_params(url: &str, keys: &[&str]) -> String {
     format!("{}{query}{}", &url[..start], &url[end..])
 }
 
-/// `url` with `key=value` appended to its query (value percent-encoded).
+/// `url` with `key=value` appended to its query (in the value, what a query cannot hold
+/// percent-encoded; a path keeps its slashes).
 pub fn with_param(url: &str, key: &str, value: &str) -> String {
     let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
     let separator = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{separator}{key}={}{fragment}", percent_encode(value))
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_graphic() && !matches!(byte, b'&' | b'=' | b'#' | b'%' | b'+' | b'?') {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("{base}{separator}{key}={encoded}{fragment}")
 }
 
 /// `%XX` sequences decoded (an invalid one is kept as written); `+` is left alone, as URLs of
@@ -213,8 +222,8 @@ mod tests {
             "mongodb://h/?tls=true"
         );
         assert_eq!(
-            with_param("mongodb://h/?a=1", "tlsCAFile", "/c a.pem"),
-            "mongodb://h/?a=1&tlsCAFile=%2Fc%20a.pem"
+            with_param("mongodb://h/?a=1", "tlsCAFile", "/c a&b.pem"),
+            "mongodb://h/?a=1&tlsCAFile=/c%20a%26b.pem"
         );
     }
 

@@ -85,8 +85,16 @@ pub fn find_rustls<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a rustls
 }
 
 /// The one line for a client's error when TLS is its cause (`None` when it is not): `host` is
-/// the host the client connected to.
+/// the host the client connected to. A [`TlsError`] already in the chain (from common's own
+/// connectors, such as [`super::postgres`]) is handed back as it is.
 pub fn explain(error: &(dyn StdError + 'static), host: &str) -> Option<TlsError> {
+    let mut next: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(err) = next {
+        if let Some(own) = err.downcast_ref::<TlsError>() {
+            return Some(own.clone());
+        }
+        next = err.source();
+    }
     find_rustls(error).map(|e| from_rustls(e, host))
 }
 

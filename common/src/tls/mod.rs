@@ -33,10 +33,8 @@ pub use mode::{Mode, Verify};
 pub use probe::{
     HANDSHAKE_TIMEOUT, Negotiated, Prelude, handshake, negotiated, plaintext_postgres, probe,
 };
-pub use record::{
-    INSECURE_LABEL, TLS_CA, TLS_CIPHER, TLS_HANDSHAKE_MS, TLS_VERIFICATION, TLS_VERSION, record,
-};
-pub use settings::{CA_PARAMS, Endpoint, MODE_PARAMS, TlsSettings, strip_params};
+pub use record::{TLS_CA, TLS_CIPHER, TLS_HANDSHAKE_MS, TLS_VERIFICATION, TLS_VERSION, record};
+pub use settings::{CA_PARAMS, Endpoint, INSECURE_LABEL, MODE_PARAMS, TlsSettings, strip_params};
 pub use verifier::{ChainOnly, InsecureSkipVerify};
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! [`crate::results::Report::upsert_cell`] copies onto every cell of the system.
 
 use super::probe::Negotiated;
-use super::settings::TlsSettings;
+use super::settings::{INSECURE_LABEL, TlsSettings};
 use crate::results::SystemInfo;
 
 /// `TLSv1.3`, `TLSv1.2`, or `none (plaintext)`.
@@ -17,8 +17,6 @@ pub const TLS_VERIFICATION: &str = "tls_verification";
 pub const TLS_CA: &str = "tls_ca";
 /// The TLS handshake of the connect-phase connection (after TCP and any prelude), in ms.
 pub const TLS_HANDSHAKE_MS: &str = "tls_handshake_ms";
-/// The label of every cell of a system whose certificate `--insecure-skip-verify` left unchecked.
-pub const INSECURE_LABEL: &str = "insecure-skip-verify";
 
 /// Records `negotiated` (the system's TLS connection), or a plaintext connection when `None`,
 /// with `settings`' check; labels the system when `--insecure-skip-verify` skipped the check.

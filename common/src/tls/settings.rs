@@ -49,6 +49,10 @@ pub fn strip_params(url: &str) -> String {
     urlparts::without_params(url, OWN_PARAMS)
 }
 
+/// The label of every cell of a system whose certificate `--insecure-skip-verify` left
+/// unchecked ([`crate::results::Report::upsert_cell`] copies it from the system).
+pub const INSECURE_LABEL: &str = "insecure-skip-verify";
+
 /// Where a server listens, as a URL names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -204,10 +208,15 @@ impl TlsSettings {
             return Ok(());
         }
         if !self.mode.may_use_tls() {
-            return Err(bad(format!(
-                "{key}= names a CA file, but {} uses no TLS",
-                self.mode_source
-            )));
+            // libpq ignores the CA file under sslmode=disable; a plaintext scheme with a TLS twin
+            // and a CA file is a user who meant the twin.
+            let scheme = urlparts::scheme(url).unwrap_or_default();
+            return match TLS_SCHEMES.iter().find(|(_, plain)| *plain == scheme) {
+                Some((tls, _)) => Err(bad(format!(
+                    "{key}= names a CA file, but {scheme}:// uses no TLS (use {tls}://)"
+                ))),
+                None => Ok(()),
+            };
         }
         let path = PathBuf::from(value);
         self.ca_certs = load_ca(&path)?;
@@ -319,7 +328,7 @@ fn warn_insecure(host: &str) {
         eprintln!(
             "warning: --insecure-skip-verify: the certificate of {host} is not verified (anyone \
              between here and there can read and change the traffic); its cells are labelled {}",
-            super::record::INSECURE_LABEL
+            INSECURE_LABEL
         );
     }
 }
@@ -493,11 +502,13 @@ mod tests {
         let ca = fixture("ca.pem");
         assert!(
             refusal(&format!("http://h/?cacert={ca}"))
-                .contains("cacert= names a CA file, but http:// uses no TLS")
+                .contains("cacert= names a CA file, but http:// uses no TLS (use https://)")
         );
-        assert!(
-            refusal(&format!("postgres://h/db?sslmode=disable&sslrootcert={ca}"))
-                .contains("uses no TLS")
+        let disabled = settings(&format!("postgres://h/db?sslmode=disable&sslrootcert={ca}"));
+        assert_eq!(
+            (disabled.mode, disabled.ca_file),
+            (Mode::Disable, None),
+            "libpq ignores it"
         );
         let missing =
             refusal("postgres://h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem");
