@@ -377,6 +377,49 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_read_from_a_file_never_reaches_the_results_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let secret = "zq-never-written-7f3a";
+        let pw = dir.path().join("pg.pw");
+        std::fs::write(&pw, format!("{secret}\n")).unwrap();
+        let file = format!("pg={}", pw.display());
+        let cli = Cli::parse_from([
+            "t",
+            "--quiet",
+            "--output",
+            out.to_str().unwrap(),
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--password-file",
+            &file,
+        ]);
+        let lifecycle =
+            Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false))).unwrap();
+        // A careless target: the URL with the password as its "redacted" URL, the secret in a
+        // reason and a note. The writer replaces it wherever it stands.
+        let url = lifecycle
+            .secrets()
+            .url_with_password(&cli.common.targets[0]);
+        assert!(url.contains(secret));
+        let mut system = system("pg", Location::Local, None);
+        system.url_redacted = url;
+        let mut run = lifecycle
+            .begin(Begin {
+                systems: vec![system],
+                notes: vec![format!("login as u/{secret} worked")],
+                ..Begin::default()
+            })
+            .unwrap();
+        let mut cell = Cell::new("w", "pg", "ops/s", 1, 1);
+        cell.status = Status::Error;
+        cell.reason = Some(format!("password authentication failed for {secret}"));
+        run.record(cell).unwrap();
+        run.finish(&SharedReport).unwrap();
+        crate::testing::assert_no_secret(&out, b"", b"", secret);
+    }
+
+    #[test]
     fn an_abandoned_run_leaves_no_folder() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
