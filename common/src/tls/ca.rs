@@ -66,24 +66,34 @@ pub fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
     })
 }
 
-/// The system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else the platform's
-/// store), read once per process.
-pub fn system_roots() -> Result<RootCertStore, TlsError> {
-    static ROOTS: OnceLock<Result<RootCertStore, String>> = OnceLock::new();
-    let roots = ROOTS.get_or_init(|| {
+/// The system's trusted certificates (`SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else the
+/// platform's store), read once per process; as DER, for clients that take certificates
+/// rather than a `ClientConfig` (mysql_async, ureq), so they trust what every other client does.
+pub fn system_root_certs() -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    static CERTS: OnceLock<Result<Vec<CertificateDer<'static>>, String>> = OnceLock::new();
+    let certs = CERTS.get_or_init(|| {
         let found = rustls_native_certs::load_native_certs();
-        let mut store = RootCertStore::empty();
-        let (added, _ignored) = store.add_parsable_certificates(found.certs);
-        if added == 0 {
-            let why = found
+        if found.certs.is_empty() {
+            return Err(found
                 .errors
                 .first()
-                .map_or("none found".to_owned(), |e| e.to_string());
-            return Err(why);
+                .map_or("none found".to_owned(), |e| e.to_string()));
         }
-        Ok(store)
+        Ok(found.certs)
     });
-    roots.clone().map_err(|why| TlsError::NoSystemRoots { why })
+    certs.clone().map_err(|why| TlsError::NoSystemRoots { why })
+}
+
+/// The system's trusted roots as a store ([`system_root_certs`]).
+pub fn system_roots() -> Result<RootCertStore, TlsError> {
+    let mut store = RootCertStore::empty();
+    let (added, _ignored) = store.add_parsable_certificates(system_root_certs()?);
+    if added == 0 {
+        return Err(TlsError::NoSystemRoots {
+            why: "none of them parses as a trust anchor".into(),
+        });
+    }
+    Ok(store)
 }
 
 #[cfg(test)]

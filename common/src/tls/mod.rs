@@ -26,7 +26,7 @@ mod record;
 mod settings;
 mod verifier;
 
-pub use ca::{load_ca, roots_from_file, system_roots};
+pub use ca::{load_ca, roots_from_file, system_root_certs, system_roots};
 pub use config::client_config;
 pub use error::{TlsError, explain, explain_text, find_rustls};
 pub use mode::{Mode, Verify};

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rustls::ClientConfig;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use super::ca::{load_ca, roots_from_certs, system_roots};
+use super::ca::{load_ca, roots_from_certs, system_root_certs, system_roots};
 use super::config::client_config;
 use super::error::TlsError;
 use super::mode::{Mode, Verify};
@@ -258,6 +258,15 @@ impl TlsSettings {
         match &self.ca_file {
             Some(path) => path.display().to_string(),
             None => "the system's roots".into(),
+        }
+    }
+
+    /// The certificates a verifying connection trusts: the CA file's, or the system's (for
+    /// clients that take certificates, not a `ClientConfig`: mysql_async, ureq).
+    pub fn trusted_certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+        match &self.ca_file {
+            Some(_) => Ok(self.ca_certs.clone()),
+            None => system_root_certs(),
         }
     }
 
@@ -524,6 +533,17 @@ mod tests {
             not_pem.ends_with("no PEM certificate in it (expected -----BEGIN CERTIFICATE-----)"),
             "{not_pem}"
         );
+    }
+
+    #[test]
+    fn clients_that_take_certificates_get_the_same_trust() {
+        let ca = fixture("ca.pem");
+        let named = settings(&format!(
+            "mysql://h/db?ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}"
+        ));
+        assert_eq!(named.trusted_certs().unwrap().len(), 1);
+        let system = settings("mysql://h/db?ssl-mode=VERIFY_IDENTITY");
+        assert!(system.trusted_certs().unwrap().len() > 10);
     }
 
     #[test]
