@@ -107,13 +107,3 @@ test_tls() {
     FAIRBENCH_TLS_EXPORTED=1
   fi
 }
-
-# A command a start function leaves for the end of `services start` (the readiness wait of a
-# slow server), so that the servers started after it come up meanwhile. Runs with `eval`.
-DEFERRED=()
-defer() { DEFERRED+=("$1"); }
-run_deferred() {
-  local command
-  for command in "${DEFERRED[@]}"; do eval "$command"; done
-  DEFERRED=()
-}

@@ -1,11 +1,6 @@
 # OpenSearch 2.19 (the newest that runs on Java 17), one node in one JVM, built from Maven
 # Central by the small launcher in scripts/opensearch-launcher; HTTP on loopback, 512 MB heap.
-# A second node in a JVM of its own speaks HTTPS only, in the server itself (the launcher's
-# TlsPlugin: OpenSearch's secure-transport extension point, no security plugin, no terminator),
-# with the state folder's test certificate. Its JVM starts once the first node is ready, and its
-# readiness is awaited at the end of `services start`, while the servers after it start.
-# Exports FAIRBENCH_TEST_OPENSEARCH_URL and FAIRBENCH_TEST_OPENSEARCH_TLS_URL (https://, with the
-# test CA as cacert=).
+# Exports FAIRBENCH_TEST_OPENSEARCH_URL. (opensearch-tls.sh starts an HTTPS node the same way.)
 
 OPENSEARCH_CACHE=${FAIRBENCH_OPENSEARCH_CACHE:-$HOME/.cache/fairbench/opensearch}
 
@@ -18,7 +13,7 @@ opensearch_build_dir() {
 }
 
 install_opensearch() {
-  ensure_packages openjdk-17-jdk-headless maven curl openssl
+  ensure_packages openjdk-17-jdk-headless maven curl
   local build
   build=$(opensearch_build_dir)
   [ -f "$build/ready" ] && return 0
@@ -81,33 +76,11 @@ _await_opensearch() {
 }
 
 start_opensearch() {
-  local state=$1 dir=$1/opensearch tls_dir=$1/opensearch-tls port tls_port
+  local state=$1 dir=$1/opensearch port
   [ -f "$(opensearch_build_dir)/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
-  test_tls "$state"
   port=$(free_port "${FAIRBENCH_OPENSEARCH_PORT:-59200}")
-  tls_port=$(free_port "${FAIRBENCH_OPENSEARCH_TLS_PORT:-59700}")
   _launch_opensearch "$state" opensearch "$dir" "$port"
   _await_opensearch "$state" opensearch "$dir" "$port"
   log "OpenSearch on 127.0.0.1:$port (pid $(cat "$state/opensearch.pid"), data $dir/data)"
   echo "export FAIRBENCH_TEST_OPENSEARCH_URL=http://127.0.0.1:$port"
-  _launch_opensearch "$state" opensearch-tls "$tls_dir" "$tls_port" \
-    -Dfairbench.tls.keystore="$TLS_DIR/server.p12" -Dfairbench.tls.password=fairbench
-  defer "_opensearch_tls_ready '$state' '$tls_port'"
-}
-
-_opensearch_tls_ready() {
-  local state=$1 port=$2
-  _await_opensearch "$state" opensearch-tls "$state/opensearch-tls" "$port" "$state/tls/ca.pem"
-  log "OpenSearch, HTTPS only, on 127.0.0.1:$port (pid $(cat "$state/opensearch-tls.pid"), data $state/opensearch-tls/data)"
-  echo "export FAIRBENCH_TEST_OPENSEARCH_TLS_URL='https://127.0.0.1:$port?cacert=$state/tls/ca.pem'"
-}
-
-stop_opensearch() {
-  stop_pid OpenSearch "$1/opensearch.pid"
-  stop_pid "OpenSearch (TLS)" "$1/opensearch-tls.pid"
-}
-
-crash_opensearch() {
-  stop_pid OpenSearch "$1/opensearch.pid" KILL
-  stop_pid "OpenSearch (TLS)" "$1/opensearch-tls.pid" KILL
 }
