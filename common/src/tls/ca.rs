@@ -54,7 +54,7 @@ pub fn roots_from_certs(certs: &[CertificateDer<'static>]) -> Result<RootCertSto
     Ok(store)
 }
 
-/// [`load_ca`] then [`roots_from_certs`], with the file's name in any error.
+/// [`load_ca`], then a root store of its certificates, with the file's name in any error.
 pub fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
     let certs = load_ca(path)?;
     roots_from_certs(&certs).map_err(|e| match e {

@@ -37,6 +37,13 @@ pub use record::{TLS_CA, TLS_CIPHER, TLS_HANDSHAKE_MS, TLS_VERIFICATION, TLS_VER
 pub use settings::{CA_PARAMS, Endpoint, INSECURE_LABEL, MODE_PARAMS, TlsSettings, strip_params};
 pub use verifier::{ChainOnly, InsecureSkipVerify};
 
+/// The TLS crates, re-exported so a tool that holds its own stream (the RESP and MQTT clients)
+/// needs no dependency of its own and cannot pick another version.
+pub use rustls;
+pub use tokio_rustls;
+/// A client-side TLS stream over `S`, as [`handshake`] hands it back.
+pub use tokio_rustls::client::TlsStream;
+
 use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
