@@ -111,8 +111,18 @@ impl Report {
         }
     }
 
-    /// Puts `cell` in place of the cell of the same workload and system, or appends it.
-    pub fn upsert_cell(&mut self, cell: Cell) {
+    /// Puts `cell` in place of the cell of the same workload and system, or appends it. A
+    /// system whose certificate `--insecure-skip-verify` left unchecked labels every cell.
+    pub fn upsert_cell(&mut self, mut cell: Cell) {
+        let insecure = crate::tls::INSECURE_LABEL;
+        if self
+            .systems
+            .iter()
+            .any(|s| s.name == cell.system && s.labels.iter().any(|l| l == insecure))
+            && !cell.labels.iter().any(|l| l == insecure)
+        {
+            cell.labels.push(insecure.to_owned());
+        }
         match self
             .cells
             .iter_mut()

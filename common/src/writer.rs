@@ -82,8 +82,10 @@ impl ResultsDir {
     }
 
     /// Writes one file of the folder atomically (temporary file, fsync, rename). `name` is
-    /// relative and may name a subfolder (`hdr/x.hgrm`), which is created.
+    /// relative and may name a subfolder (`hdr/x.hgrm`), which is created; every secret read from a file or a variable is replaced
+    /// ([`crate::redact::scrub_bytes`]).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        let bytes = crate::redact::scrub_bytes(bytes);
         let target = self.path.join(name);
         let file_error = |source| WriteError::File {
             path: target.clone(),
@@ -104,7 +106,7 @@ impl ResultsDir {
         }
         let temporary = target.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
         let mut file = fs::File::create(&temporary).map_err(file_error)?;
-        file.write_all(bytes).map_err(file_error)?;
+        file.write_all(&bytes).map_err(file_error)?;
         file.sync_data().map_err(file_error)?;
         fs::rename(&temporary, &target).map_err(file_error)?;
         Ok(())

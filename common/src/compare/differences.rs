@@ -15,6 +15,7 @@ use crate::results::{Report, SystemInfo};
 pub const IGNORED_OPTIONS: &[&str] = &[
     "output",
     "quiet",
+    "password_files",
     "load_gate",
     "threshold",
     "reference",

@@ -127,7 +127,8 @@ fn make() -> Report {
         "targets": ["sqlite", "postgres=postgres://bench:***@127.0.0.1:5432/db", "mariadb=mysql://127.0.0.1/db"],
         "reference": null, "duration_s": SECONDS as f64, "warmup": 1, "rounds": ROUNDS,
         "connections": 16, "rate_per_s": null, "seed": 42, "output": "/tmp/run",
-        "ceiling_s": 120.0, "load_gate": null, "quiet": true, "threshold": 0.05, "config": "C0",
+        "ceiling_s": 120.0, "load_gate": null, "quiet": true, "threshold": 0.05,
+        "insecure_skip_verify": false, "password_files": [], "config": "C0",
         "workloads": [], "allow_unmatched_durability": false, "replicas": [],
         "read_from": "primary", "read_rows": 1000, "value_size": 100, "keep_data": false
     });

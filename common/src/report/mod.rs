@@ -590,7 +590,8 @@ pub(crate) mod tests {
             // sql-bench crud's own options (the sample is a crud report).
             "workloads": [], "config": "C0", "allow_unmatched_durability": false,
             "replicas": [], "read_from": "primary", "read_rows": 1000, "value_size": 100,
-            "keep_data": false
+            "keep_data": false,
+            "insecure_skip_verify": false, "password_files": []
         });
         report["environment"]["cores"] = 2.into();
         schema_violations(&report).unwrap();
