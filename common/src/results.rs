@@ -236,6 +236,10 @@ pub struct Cell {
     pub missed_ticks: Option<u64>,
     /// The client's own CPU time (user + system) per completed operation, over measured rounds.
     pub client_cpu_ns_per_op: Option<f64>,
+    /// The share (0–1) of the busiest measured window the client's lanes were running or ready
+    /// to run; at 0.9 or more the cell is `client-limited`. Absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_busy: Option<f64>,
     /// The pooled latency histogram of all measured rounds, HdrHistogram V2 + deflate, base64.
     pub histogram_b64: Option<String>,
     pub service_histogram_b64: Option<String>,
@@ -271,6 +275,7 @@ impl Cell {
             schedule_lag_ns: None,
             missed_ticks: None,
             client_cpu_ns_per_op: None,
+            client_busy: None,
             histogram_b64: None,
             service_histogram_b64: None,
             latency_per_second_b64: Vec::new(),

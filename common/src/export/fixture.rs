@@ -64,6 +64,8 @@ fn window(random: &mut Lcg, throughput: f64, latency_ns: f64, per_second: u64) -
         workers: 16,
         stuck_workers: 0,
         client_cpu_ns: 0,
+        client_busy: None,
+        busy_is_the_clients: false,
         target_rate: None,
     }
 }

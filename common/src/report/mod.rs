@@ -95,7 +95,16 @@ pub fn median_and_range(t: &Throughput) -> String {
     }
 }
 
-/// The seed's main table: median throughput per workload and system, with the round spread.
+/// How busy the client was beside a figure (` · client 34%`), so a reader sees how close the
+/// client came to being the limit; nothing when it was not measured.
+pub fn client_share(cell: &Cell) -> String {
+    cell.client_busy
+        .map(|busy| format!(" · client {:.0}%", busy * 100.0))
+        .unwrap_or_default()
+}
+
+/// The main table: median throughput per workload and system, with the round spread and how
+/// busy the client was.
 pub fn throughput_table(report: &Report) -> Table {
     let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
     let rounds = report
@@ -112,7 +121,7 @@ pub fn throughput_table(report: &Report) -> Table {
         format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
     };
     let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
-        Some(t) => median_and_range(t),
+        Some(t) => format!("{}{}", median_and_range(t), client_share(cell)),
         None => cell.status.as_str().to_owned(),
     });
     if mixed_units {
