@@ -24,7 +24,18 @@ pub enum OpError {
 /// One worker's operation, driven from an async runtime. `seq` counts from 0 in each window.
 pub trait Operation: Send {
     fn call(&mut self, seq: u64) -> impl Future<Output = Result<(), OpError>> + Send;
+
+    /// Stops, on the server, the call that just passed the ceiling (a PostgreSQL cancel
+    /// request, MariaDB's `KILL QUERY`, …); the call's future has been dropped already, so an
+    /// HTTP request is gone with it. `Err` says the session cannot be trusted any more: the
+    /// worker then stops. Bounded by [`CANCEL_WAIT`].
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
+
+/// How long a cancellation may take before the worker gives up on its session.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// One worker's operation for a synchronous client, driven from its own thread.
 pub trait BlockingOperation: Send {
@@ -41,6 +52,8 @@ pub struct WorkerCtx {
     /// Set on Ctrl-C: the worker finishes its current operation and stops.
     pub interrupt: Arc<AtomicBool>,
     pub progress: Option<ProgressTx>,
+    /// How long one operation may take: past it, it counts as a timeout and is cancelled.
+    pub ceiling: Duration,
 }
 
 /// How often a worker sends a snapshot to the progress display.
@@ -99,6 +112,27 @@ impl Loop {
     }
 
     /// The recorder, with the open-loop ticks that were due but never started counted as missed.
+    /// An operation passed the ceiling: it is a timeout (never a latency sample), cancelled on
+    /// the server; the worker carries on unless the cancellation failed.
+    async fn timed_out<O: Operation>(&mut self, op: &mut O) -> bool {
+        self.recorder.record_timeout();
+        match tokio::time::timeout(CANCEL_WAIT, op.cancel()).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                self.recorder.fatal =
+                    Some(format!("cancelling an operation past the ceiling: {e}"));
+                false
+            }
+            Err(_) => {
+                self.recorder.fatal = Some(format!(
+                    "cancelling an operation past the ceiling took over {}s",
+                    CANCEL_WAIT.as_secs()
+                ));
+                false
+            }
+        }
+    }
+
     fn done(mut self) -> Recorder {
         self.recorder.missed_ticks += self.schedule.unissued();
         self.recorder.close_seconds();
@@ -128,7 +162,15 @@ pub async fn drive<O: Operation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
             break;
         }
         let seq = run.schedule.issued() - 1;
-        let result = op.call(seq).await;
+        let result = match tokio::time::timeout(ctx.ceiling, op.call(seq)).await {
+            Ok(result) => result,
+            Err(_) => {
+                if !run.timed_out(op).await {
+                    break;
+                }
+                continue;
+            }
+        };
         if !run.finish(ctx, intended, started, result) {
             break;
         }
@@ -203,6 +245,7 @@ mod tests {
             pace,
             interrupt: Arc::new(AtomicBool::new(false)),
             progress: None,
+            ceiling: Duration::from_secs(120),
         }
     }
 

@@ -205,6 +205,21 @@ impl CellBuilder {
                 ),
             );
         }
+        // Operations cancelled at the ceiling (stuck workers' are counted as timeouts too).
+        let cancelled = rec
+            .counts
+            .timeout
+            .saturating_sub(outcome.stuck_workers as u64);
+        if cancelled > 0 {
+            self.mark(
+                Status::Timeout,
+                format!(
+                    "{label}: {cancelled} operations still running {} after they started were \
+                     cancelled",
+                    format_duration(self.ceiling)
+                ),
+            );
+        }
         if round.is_warmup() {
             return;
         }

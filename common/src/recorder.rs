@@ -114,6 +114,11 @@ impl Recorder {
         }
     }
 
+    /// Records an operation that passed the ceiling: a timeout, never a latency sample.
+    pub fn record_timeout(&mut self) {
+        self.counts.timeout += 1;
+    }
+
     /// Folds another worker's measurements into this one.
     pub fn merge(&mut self, other: &Recorder) {
         self.close_seconds();

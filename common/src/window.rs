@@ -75,6 +75,7 @@ impl WindowPlan {
                 pace: Pace::for_worker(self.rate_per_s, workers, worker),
                 interrupt: self.interrupt.clone(),
                 progress: self.progress.clone(),
+                ceiling: self.ceiling,
             })
             .collect();
         (start, contexts)
@@ -286,19 +287,22 @@ mod tests {
         let (_, spinning) = run_async(vec![Spinner], &plan(300, 1_000)).await;
         let busy = spinning.client_busy.unwrap();
         assert!(busy >= 0.9 && spinning.busy_is_the_clients, "{busy}");
+        // Waiting costs nothing; each wake-up may wait for a core on a loaded machine, so the
+        // waits are few and long.
         let sleeper = Sleeper {
-            each: Duration::from_millis(5),
+            each: Duration::from_millis(100),
         };
-        let (_, waiting) = run_async(vec![sleeper], &plan(300, 1_000)).await;
+        let (_, waiting) = run_async(vec![sleeper], &plan(400, 1_000)).await;
         let idle = waiting.client_busy.unwrap();
         assert!(idle < 0.5, "{idle}");
         let sleepers = (0..2)
             .map(|_| Sleeper {
-                each: Duration::from_millis(5),
+                each: Duration::from_millis(100),
             })
             .collect();
-        let (_, blocking) = run_blocking(sleepers, &plan(300, 1_000));
-        assert!(blocking.client_busy.unwrap() < 0.5 && !blocking.busy_is_the_clients);
+        let (_, blocking) = run_blocking(sleepers, &plan(400, 1_000));
+        let idle = blocking.client_busy.unwrap();
+        assert!(idle < 0.5 && !blocking.busy_is_the_clients, "{idle}");
     }
 
     fn plan(duration_ms: u64, ceiling_ms: u64) -> WindowPlan {
@@ -352,21 +356,88 @@ mod tests {
         assert_eq!(outcome.recorder.counts.timeout, 1);
     }
 
+    /// Sleeps far past any ceiling on its first call, then answers at once; counts the
+    /// cancellations it was asked for.
+    struct Hangs {
+        calls: u64,
+        cancelled: Arc<std::sync::atomic::AtomicU64>,
+        cancel_fails: bool,
+        cancel_hangs: bool,
+    }
+
+    impl Operation for Hangs {
+        async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            self.calls += 1;
+            if self.calls == 1 {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(())
+        }
+
+        async fn cancel(&mut self) -> Result<(), OpError> {
+            self.cancelled
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.cancel_hangs {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            if self.cancel_fails {
+                return Err(OpError::Fatal("connection closed".into()));
+            }
+            Ok(())
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn async_workers_time_out_the_same_way() {
-        let ops = vec![
-            Sleeper {
-                each: Duration::from_millis(5),
-            },
-            Sleeper {
-                each: Duration::from_secs(30),
-            },
-        ];
-        let (back, outcome) = run_async(ops, &plan(50, 100)).await;
-        assert!(back[0].is_some() && back[1].is_none());
-        assert_eq!(outcome.stuck_workers, 1);
-        // How many 5 ms sleeps fit in 50 ms depends on how loaded the machine is; the abandoned
-        // worker always counts as one timeout.
+    async fn an_operation_past_the_ceiling_is_a_cancelled_timeout_and_the_worker_carries_on() {
+        let cancelled = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let hangs = |cancel_fails| Hangs {
+            calls: 0,
+            cancelled: cancelled.clone(),
+            cancel_fails,
+            cancel_hangs: false,
+        };
+        let began = Instant::now();
+        let (back, outcome) = run_async(vec![hangs(false)], &plan(600, 200)).await;
+        // Cancelled at 200 ms, not abandoned at the end of the window plus the ceiling.
+        assert!(back[0].is_some(), "the worker came back with its session");
+        assert_eq!(outcome.stuck_workers, 0);
         assert_eq!(outcome.recorder.counts.timeout, 1);
+        assert_eq!(cancelled.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(
+            outcome.recorder.counts.ok > 0,
+            "it carried on after the cancel"
+        );
+        assert!(began.elapsed() < Duration::from_secs(5));
+        // The hung call is a timeout, never a latency sample of 200 ms or more.
+        assert!(outcome.recorder.latency.max() < 200_000_000);
+
+        // A session whose cancellation failed cannot be trusted: the worker stops.
+        let (_, outcome) = run_async(vec![hangs(true)], &plan(600, 200)).await;
+        assert_eq!(outcome.recorder.counts.timeout, 1);
+        assert_eq!(outcome.recorder.counts.ok, 0);
+        assert!(
+            outcome
+                .recorder
+                .fatal
+                .unwrap()
+                .contains("connection closed")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_whose_cancellation_hangs_is_abandoned_at_the_window_plus_the_ceiling() {
+        let hangs = Hangs {
+            calls: 0,
+            cancelled: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            cancel_fails: false,
+            cancel_hangs: true,
+        };
+        let began = Instant::now();
+        let (back, outcome) = run_async(vec![hangs], &plan(50, 100)).await;
+        assert!(back[0].is_none());
+        assert_eq!(outcome.stuck_workers, 1);
+        assert!(outcome.recorder.counts.timeout >= 1);
+        assert!(began.elapsed() < Duration::from_secs(5));
     }
 }

@@ -29,6 +29,12 @@ pub trait KvSession: Send + 'static {
     -> impl Future<Output = Result<(), OpError>> + Send;
     /// Reads one row by key and returns the length of its value.
     fn read(&mut self, key: i64) -> impl Future<Output = Result<usize, OpError>> + Send;
+
+    /// Stops on the server the statement whose call just passed the ceiling
+    /// ([`Operation::cancel`]); nothing to do for an engine that cannot.
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// The same for synchronous clients, each driven from its own thread.
@@ -162,6 +168,10 @@ impl<S: KvSession> Operation for CrudOp<S> {
             }
         }
     }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.session.cancel().await
+    }
 }
 
 impl<S: BlockingKvSession> BlockingOperation for CrudOp<S> {
@@ -197,6 +207,14 @@ impl<S: KvSession> KvSession for Routed<S> {
         match &mut self.reader {
             Some(reader) => reader.read(key).await,
             None => self.writer.read(key).await,
+        }
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.writer.cancel().await?;
+        match &mut self.reader {
+            Some(reader) => reader.cancel().await,
+            None => Ok(()),
         }
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
 use common::report::{Table, environment_lines, systems_table};
-use common::results::{Cell, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
+use common::results::{Cell, Location, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
 use common::verdict::{Direction, Judgement, judge_rounds, threshold_of};
 
 use crate::opts::AppOpts;
@@ -453,8 +453,12 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
     if !extra_found && !report.systems.is_empty() {
         notes.push("No engine carries an index beyond its primary key and the six declared ones (read from each catalog).".into());
     }
-    if report.systems.iter().any(|s| s.kind == "sqlite") {
-        notes.push("SQLite answers inside the client process: a request is a function call, with no socket and no round trip.".into());
+    for s in report
+        .systems
+        .iter()
+        .filter(|s| s.location == Location::Embedded)
+    {
+        notes.push(format!("{} answers inside the client process: a request is a function call, with no socket and no round trip.", s.name));
     }
     for cell in &report.cells {
         if let Some(share) = cell
@@ -470,9 +474,9 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
                 if report
                     .systems
                     .iter()
-                    .any(|s| s.name == cell.system && s.kind == "sqlite")
+                    .any(|s| s.name == cell.system && s.location == Location::Embedded)
                 {
-                    " (SQLite runs in the client, so this includes the engine)"
+                    " (the engine runs in the client, so this includes the engine's work)"
                 } else {
                     ""
                 }

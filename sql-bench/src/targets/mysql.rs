@@ -447,13 +447,25 @@ async fn open_session(
         .prep(write_sql)
         .await
         .map_err(|e| identity.query_error(e).to_string())?;
-    Ok(MysqlSession { conn, read, insert })
+    Ok(MysqlSession {
+        id: conn.id(),
+        opts: opts.clone(),
+        identity: identity.clone(),
+        conn,
+        read,
+        insert,
+    })
 }
 
 struct MysqlSession {
     conn: Conn,
     read: Statement,
     insert: Statement,
+    /// The server's id of `conn`, and how to reach the server, for `KILL QUERY` when a
+    /// statement passes the ceiling.
+    id: u32,
+    opts: Opts,
+    identity: Identity,
 }
 
 fn my_op_error(e: mysql_async::Error) -> OpError {
@@ -478,5 +490,21 @@ impl KvSession for MysqlSession {
             Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
             Err(e) => Err(my_op_error(e)),
         }
+    }
+
+    /// `KILL QUERY` from a connection of its own. The worker's connection is then given up (its
+    /// cancelled statement's reply is still on the way), and reopened before the next window.
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        let mut control = connect(&self.opts, &self.identity)
+            .await
+            .map_err(|e| OpError::Fatal(format!("KILL QUERY could not connect: {e}")))?;
+        control
+            .query_drop(format!("KILL QUERY {}", self.id))
+            .await
+            .map_err(|e| OpError::Fatal(format!("KILL QUERY failed: {e}")))?;
+        let _ = control.disconnect().await;
+        Err(OpError::Fatal(
+            "statement killed on the server at the ceiling; its connection is reopened".into(),
+        ))
     }
 }

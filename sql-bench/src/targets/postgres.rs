@@ -13,7 +13,7 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{CancelToken, Client, Config, NoTls, Statement};
 
 pub mod cluster;
 mod cockroach;
@@ -498,6 +498,7 @@ async fn open_session(
     let read = prepare(read_sql).await?;
     let insert = prepare(write_sql).await?;
     Ok(PgSession {
+        cancel: client.cancel_token(),
         client,
         read,
         insert,
@@ -509,6 +510,8 @@ struct PgSession {
     client: Client,
     read: Statement,
     insert: Statement,
+    /// For a cancel request (a connection of its own) when a statement passes the ceiling.
+    cancel: CancelToken,
 }
 
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {
@@ -530,5 +533,64 @@ impl KvSession for PgSession {
             Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
             Err(e) => Err(pg_op_error(e)),
         }
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        cancel_statement(&self.cancel).await
+    }
+}
+
+/// Asks the server to stop the statement running on `token`'s connection (PostgreSQL's cancel
+/// request); the connection stays usable.
+async fn cancel_statement(token: &CancelToken) -> Result<(), OpError> {
+    token
+        .cancel_query(NoTls)
+        .await
+        .map_err(|e| OpError::Fatal(format!("cancel request failed: {}", describe_error(&e))))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_statement_cancelled_at_the_ceiling_stops_on_the_server_and_the_session_goes_on() {
+        let Some(url) = common::testing::server_url("FAIRBENCH_TEST_POSTGRES_URL") else {
+            return;
+        };
+        let _lock = common::testing::lock_servers();
+        common::testing::block_on(async {
+            let open = || async {
+                let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+            };
+            let (worker, watcher) = (open().await, open().await);
+            let hung = worker.simple_query("SELECT pg_sleep(60) -- fairbench cancel test");
+            assert!(
+                tokio::time::timeout(Duration::from_millis(500), hung)
+                    .await
+                    .is_err()
+            );
+            cancel_statement(&worker.cancel_token()).await.unwrap();
+            let still_running = || async {
+                let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' \
+                           AND query LIKE '%fairbench cancel test%' AND pid <> pg_backend_pid()";
+                watcher.query_one(sql, &[]).await.unwrap().get::<_, i64>(0)
+            };
+            let mut running = still_running().await;
+            for _ in 0..40 {
+                if running == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                running = still_running().await;
+            }
+            assert_eq!(running, 0, "the statement is still running on the server");
+            // The worker's connection answers the next statement.
+            worker.simple_query("SELECT 1").await.unwrap();
+        });
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use common::human::{format_latency_ns, format_rate};
 use common::phases::window_line;
 use common::protocol::{CellBuilder, Round, schedule};
-use common::results::{Cell, Report, Status};
+use common::results::{Cell, Location, Report, Status};
 use common::run::Recording;
 use common::window::WindowPlan;
 
@@ -192,8 +192,11 @@ pub(super) fn notes(opts: &CrudOpts, systems: &[System]) -> Vec<String> {
         cluster::topology_note(opts, systems),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
     ];
-    if systems.iter().any(|s| s.info.kind == "sqlite") {
-        notes.push("SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into());
+    for s in systems
+        .iter()
+        .filter(|s| s.info.location == Location::Embedded)
+    {
+        notes.push(format!("{} runs inside the client process: no network and no protocol, and its writers share the client's process (an embedded engine's writers queue on an in-process lock).", s.name()));
     }
     for s in systems.iter().filter(|s| !s.info.labels.is_empty()) {
         notes.push(format!("{} is measured with unmatched durability: its cells are not comparable with the others.", s.name()));
