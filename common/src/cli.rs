@@ -160,7 +160,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let matches = command_with_tooling::<P>().try_get_matches_from(args)?;
+    parse_invocation(command_with_tooling::<P>(), args)
+}
+
+/// Parses `args` with `command` (made by [`command_with_tooling`]) as `P` or a tooling
+/// subcommand.
+pub fn parse_invocation<P, I, T>(
+    command: clap::Command,
+    args: I,
+) -> Result<Invocation<P>, clap::Error>
+where
+    P: clap::Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command.try_get_matches_from(args)?;
     match matches.subcommand_name() {
         Some("compare" | "report") => {
             <Tooling as clap::FromArgMatches>::from_arg_matches(&matches).map(Invocation::Tooling)
@@ -169,19 +183,27 @@ where
     }
 }
 
+/// `command` with `examples` ending its `--help`, after whatever note it ends with already.
+pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Command {
+    let text = match command.get_after_help() {
+        Some(note) => format!("{note}\n\n{examples}"),
+        None => examples.to_owned(),
+    };
+    command.after_help(text)
+}
+
 /// The whole `main` of a tool: its benchmark (`run`, ended by [`crate::run::exit`]) or a
-/// tooling subcommand rendered with `report` and ended by [`exit`].
+/// tooling subcommand rendered with `report` and ended by [`exit`]; `examples` end `--help`.
 pub fn main<P: clap::Parser>(
+    examples: &str,
     run: impl FnOnce(P) -> anyhow::Result<crate::run::Summary>,
     report: &dyn ToolReport,
 ) -> ExitCode {
-    let parsed = try_parse_with_tooling_from::<P, _, _>(std::env::args_os());
-    match parsed.unwrap_or_else(|e| e.exit()) {
+    let command = with_run_examples(command_with_tooling::<P>(), examples);
+    let name = command.get_name().to_owned();
+    match parse_invocation::<P, _, _>(command, std::env::args_os()).unwrap_or_else(|e| e.exit()) {
         Invocation::Run(opts) => crate::run::exit(run(opts)),
-        Invocation::Tooling(tooling) => {
-            let name = P::command().get_name().to_owned();
-            exit(run_tooling(&tooling, &name, report))
-        }
+        Invocation::Tooling(tooling) => exit(run_tooling(&tooling, &name, report)),
     }
 }
 
@@ -295,6 +317,12 @@ mod tests {
         let mut command = command_with_tooling::<Own>();
         let help = command.render_long_help().to_string();
         assert!(help.trim_end().ends_with("geo-bench --rounds 3"), "{help}");
+        let mut more = with_run_examples(command.clone(), "Examples:\n  geo-bench");
+        let help = more.render_long_help().to_string();
+        assert!(
+            help.contains("geo-bench --rounds 3\n\nExamples:\n  geo-bench"),
+            "{help}"
+        );
         let compare = command
             .find_subcommand_mut("compare")
             .unwrap()
