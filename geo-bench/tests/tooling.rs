@@ -33,7 +33,9 @@ fn run(output: &Path) {
     let mut args = vec!["--output", output.to_str().unwrap()];
     args.extend_from_slice(QUICK);
     let ran = run_bin(Path::new(BIN), &args);
-    assert_eq!(ran.code, Some(0), "{ran:#?}");
+    // 1: the run finished with a cell that is not ok (a loaded machine can do that); compare
+    // and report take such a run as they take any other.
+    assert!(matches!(ran.code, Some(0 | 1)), "{ran:#?}");
     assert!(
         ran.stdout.contains("insert"),
         "the run's summary: {}",
