@@ -129,6 +129,84 @@ pub fn with_examples(mut command: clap::Command, tool: &str) -> clap::Command {
     command
 }
 
+/// What a tool's command line asked for: its benchmark, or one of the tooling subcommands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Invocation<P> {
+    Run(P),
+    Tooling(Tooling),
+}
+
+/// `P`'s command with `compare` and `report` beside its own subcommands (sql-bench's suites)
+/// or, for a tool without any, as the alternative to its flags (`args_conflicts_with_subcommands`:
+/// `geo-bench --rounds 3` runs, `geo-bench compare A B` compares, `geo-bench --rounds 3 compare`
+/// is refused), with their examples in the command's name. `P` itself is left as it is: its
+/// options (what results.json records) gain no field.
+pub fn command_with_tooling<P: clap::CommandFactory>() -> clap::Command {
+    use clap::Subcommand;
+    let base = P::command();
+    let alone = !base.has_subcommands();
+    let name = base.get_name().to_owned();
+    let mut command = Tooling::augment_subcommands(base);
+    if alone {
+        command = command.args_conflicts_with_subcommands(true);
+    }
+    with_examples(command, &name)
+}
+
+/// Parses `args` (the program's name first) as `P` or a tooling subcommand.
+pub fn try_parse_with_tooling_from<P, I, T>(args: I) -> Result<Invocation<P>, clap::Error>
+where
+    P: clap::Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    parse_invocation(command_with_tooling::<P>(), args)
+}
+
+/// Parses `args` with `command` (made by [`command_with_tooling`]) as `P` or a tooling
+/// subcommand.
+pub fn parse_invocation<P, I, T>(
+    command: clap::Command,
+    args: I,
+) -> Result<Invocation<P>, clap::Error>
+where
+    P: clap::Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command.try_get_matches_from(args)?;
+    match matches.subcommand_name() {
+        Some("compare" | "report") => {
+            <Tooling as clap::FromArgMatches>::from_arg_matches(&matches).map(Invocation::Tooling)
+        }
+        _ => P::from_arg_matches(&matches).map(Invocation::Run),
+    }
+}
+
+/// `command` with `examples` ending its `--help`, after whatever note it ends with already.
+pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Command {
+    let text = match command.get_after_help() {
+        Some(note) => format!("{note}\n\n{examples}"),
+        None => examples.to_owned(),
+    };
+    command.after_help(text)
+}
+
+/// The whole `main` of a tool: its benchmark (`run`, ended by [`crate::run::exit`]) or a
+/// tooling subcommand rendered with `report` and ended by [`exit`]; `examples` end `--help`.
+pub fn main<P: clap::Parser>(
+    examples: &str,
+    run: impl FnOnce(P) -> anyhow::Result<crate::run::Summary>,
+    report: &dyn ToolReport,
+) -> ExitCode {
+    let command = with_run_examples(command_with_tooling::<P>(), examples);
+    let name = command.get_name().to_owned();
+    match parse_invocation::<P, _, _>(command, std::env::args_os()).unwrap_or_else(|e| e.exit()) {
+        Invocation::Run(opts) => crate::run::exit(run(opts)),
+        Invocation::Tooling(tooling) => exit(run_tooling(&tooling, &name, report)),
+    }
+}
+
 /// Parses the process's arguments as `P`, with the tooling subcommands' examples in the
 /// command's name (what a tool's `main` calls instead of `P::parse()`).
 pub fn parse<P: clap::Parser>() -> P {
@@ -196,6 +274,71 @@ mod tests {
         assert!(matches!(
             Suites::try_parse_from(["sql-bench", "crud"]).unwrap().suite,
             Suite::Crud(_)
+        ));
+    }
+
+    /// A tool's own options, untouched: no tooling field.
+    #[derive(Parser, Debug, PartialEq)]
+    #[command(name = "geo-bench", after_help = "Examples:\n  geo-bench --rounds 3")]
+    struct Own {
+        #[command(flatten)]
+        common: CommonOpts,
+    }
+
+    /// A tool whose suites are subcommands, untouched.
+    #[derive(Parser, Debug, PartialEq)]
+    #[command(name = "sql-bench")]
+    struct OwnSuites {
+        #[command(subcommand)]
+        suite: OwnSuite,
+    }
+
+    #[derive(clap::Subcommand, Debug, PartialEq)]
+    enum OwnSuite {
+        Crud(CommonOpts),
+    }
+
+    #[test]
+    fn a_tools_own_options_gain_the_tooling_subcommands() {
+        let parse = |args: &[&str]| try_parse_with_tooling_from::<Own, _, _>(args.to_vec());
+        let Ok(Invocation::Run(run)) = parse(&["geo-bench", "--rounds", "3"]) else {
+            panic!("runs")
+        };
+        assert_eq!(run.common.rounds, 3);
+        assert!(matches!(
+            parse(&["geo-bench", "compare", "a", "b", "--fail-on", "regression"]),
+            Ok(Invocation::Tooling(Tooling::Compare(_)))
+        ));
+        assert!(matches!(
+            parse(&["geo-bench", "report", "a"]),
+            Ok(Invocation::Tooling(Tooling::Report(_)))
+        ));
+        assert!(parse(&["geo-bench", "--rounds", "3", "compare", "a", "b"]).is_err());
+        let mut command = command_with_tooling::<Own>();
+        let help = command.render_long_help().to_string();
+        assert!(help.trim_end().ends_with("geo-bench --rounds 3"), "{help}");
+        let mut more = with_run_examples(command.clone(), "Examples:\n  geo-bench");
+        let help = more.render_long_help().to_string();
+        assert!(
+            help.contains("geo-bench --rounds 3\n\nExamples:\n  geo-bench"),
+            "{help}"
+        );
+        let compare = command
+            .find_subcommand_mut("compare")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(compare.contains("geo-bench compare results/before results/after"));
+        let suites = |args: &[&str]| try_parse_with_tooling_from::<OwnSuites, _, _>(args.to_vec());
+        assert!(matches!(
+            suites(&["sql-bench", "report", "dir"]),
+            Ok(Invocation::Tooling(Tooling::Report(_)))
+        ));
+        assert!(matches!(
+            suites(&["sql-bench", "crud", "--rounds", "3"]),
+            Ok(Invocation::Run(OwnSuites {
+                suite: OwnSuite::Crud(_)
+            }))
         ));
     }
 

@@ -1,7 +1,10 @@
-//! The `geo-bench` command: parse, run, print the error chain on failure.
-
-use clap::Parser;
+//! The `geo-bench` command: the benchmark, or `compare`/`report` on finished runs; the error
+//! chain on one line on failure.
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(geo_bench::run(geo_bench::Opts::parse()))
+    common::cli::main(
+        geo_bench::EXAMPLES,
+        geo_bench::run,
+        &geo_bench::report::GeoReport,
+    )
 }

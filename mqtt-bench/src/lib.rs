@@ -19,6 +19,15 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::Opts;
 
+/// What ends `mqtt-bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  mqtt-bench
+      every scenario (QoS 1/2 publish, fan-out, QoS 0 delivered rate, latency) on the embedded broker
+  mqtt-bench --broker mosquitto=mqtt://127.0.0.1:1883 --broker embedded --scenarios qos1,qos0
+      Mosquitto beside the embedded broker, interleaved in one measurement round
+  mqtt-bench compare results/before results/after --fail-on regression
+      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+
 /// Runs the scenarios on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {
     common::run::block_on("mqtt-bench", None, move |i| run::run(opts, i))

@@ -1,7 +1,10 @@
-//! The `mqtt-bench` command: parse, run, print the error chain on failure.
-
-use clap::Parser;
+//! The `mqtt-bench` command: the benchmark, or `compare`/`report` on finished runs; the error
+//! chain on one line on failure.
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(mqtt_bench::run(mqtt_bench::Opts::parse()))
+    common::cli::main(
+        mqtt_bench::EXAMPLES,
+        mqtt_bench::run,
+        &mqtt_bench::report::MqttReport,
+    )
 }

@@ -24,6 +24,15 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::Opts;
 
+/// What ends `search-bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  search-bench
+      bulk ingest, match, match_phrase, bool and terms aggregation on an embedded tantivy index
+  search-bench --target http://127.0.0.1:9200 --target tantivy --docs 100k
+      an Elasticsearch-API server beside tantivy, every answer verified, in one round
+  search-bench compare results/before results/after --fail-on regression
+      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+
 /// Runs the suite on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {
     common::run::block_on("search-bench", None, move |i| async move {

@@ -1,7 +1,10 @@
-//! The `search-bench` command: parse, run, print the error chain on failure.
-
-use clap::Parser;
+//! The `search-bench` command: the benchmark, or `compare`/`report` on finished runs; the error
+//! chain on one line on failure.
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(search_bench::run(search_bench::Opts::parse()))
+    common::cli::main(
+        search_bench::EXAMPLES,
+        search_bench::run,
+        &search_bench::report::SearchReport,
+    )
 }

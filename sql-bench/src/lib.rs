@@ -19,6 +19,45 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::{AppOpts, CrudOpts, Opts, Suite};
 
+/// What ends `sql-bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  sql-bench crud
+      the CRUD suite of the skaidb comparison on an embedded SQLite file (WAL, synchronous=FULL)
+  sql-bench app --target postgres://fairbench@127.0.0.1:5432/fairbench --target sqlite
+      the nine application scenarios of the 10-engine comparison on PostgreSQL and SQLite
+  sql-bench compare results/before results/after --fail-on regression
+      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+
+/// What ends `sql-bench crud --help`.
+pub const CRUD_EXAMPLES: &str = "Examples:
+  sql-bench crud
+      write 1c, write Nc, read Nc and mixed Nc on an embedded SQLite file
+  sql-bench crud --target postgres://fairbench@127.0.0.1:5432/fairbench --target mysql://fairbench@127.0.0.1:3306/fairbench
+      PostgreSQL and MariaDB, durability matched (C0) and read back, interleaved in one round
+  sql-bench crud --config C3 --target postgres://fairbench@127.0.0.1:5432/fairbench --replica postgres=127.0.0.1:5433,127.0.0.1:5434
+      a replicated configuration, checked against the primary's own replication status";
+
+/// What ends `sql-bench app --help`.
+pub const APP_EXAMPLES: &str = "Examples:
+  sql-bench app
+      the nine application scenarios on an embedded SQLite file, every answer verified
+  sql-bench app --rows 250k --target postgres://fairbench@127.0.0.1:5432/fairbench --target sqlite
+      PostgreSQL beside SQLite, indexes matched and read back from each engine's catalog";
+
+/// Each run rendered by its suite's report (what `sql-bench report` renders with).
+pub const REPORT: common::export::BySuite<'static> = common::export::BySuite(&[
+    ("crud", &report::crud::CrudReport),
+    ("app", &report::app::AppReport),
+]);
+
+/// The command line: the suites with their examples, `compare` and `report` beside them.
+pub fn command() -> clap::Command {
+    let command = common::cli::command_with_tooling::<Opts>();
+    common::cli::with_run_examples(command, EXAMPLES)
+        .mut_subcommand("crud", |c| c.after_help(CRUD_EXAMPLES))
+        .mut_subcommand("app", |c| c.after_help(APP_EXAMPLES))
+}
+
 /// Runs the chosen suite on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {
     common::run::block_on("sql-bench", None, move |i| async move {

@@ -1,7 +1,12 @@
-//! The `sql-bench` command: parse, run, print the error chain on failure.
+//! The `sql-bench` command: a suite, or `compare`/`report` on finished runs; the error chain
+//! on one line on failure.
 
-use clap::Parser;
+use common::cli::{Invocation, exit, parse_invocation, run_tooling};
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(sql_bench::run(sql_bench::Opts::parse()))
+    let args = std::env::args_os();
+    match parse_invocation(sql_bench::command(), args).unwrap_or_else(|e| e.exit()) {
+        Invocation::Run(opts) => common::run::exit(sql_bench::run(opts)),
+        Invocation::Tooling(t) => exit(run_tooling(&t, "sql-bench", &sql_bench::REPORT)),
+    }
 }

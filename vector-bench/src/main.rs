@@ -1,7 +1,10 @@
-//! The `vector-bench` command: parse, run, print the error chain on failure.
-
-use clap::Parser;
+//! The `vector-bench` command: the benchmark, or `compare`/`report` on finished runs; the error
+//! chain on one line on failure.
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(vector_bench::run(vector_bench::Opts::parse()))
+    common::cli::main(
+        vector_bench::EXAMPLES,
+        vector_bench::run,
+        &vector_bench::REPORT,
+    )
 }

@@ -70,6 +70,43 @@ pub struct SharedReport;
 
 impl ToolReport for SharedReport {}
 
+/// The report of a tool with several suites (sql-bench's `crud` and `app`), each rendered by its
+/// own [`ToolReport`] chosen by the run's `suite`; a suite it does not list gets the shared
+/// tables. What the `report` subcommand renders with, since it learns the suite from the file.
+#[derive(Clone, Copy)]
+pub struct BySuite<'a>(pub &'a [(&'a str, &'a dyn ToolReport)]);
+
+impl BySuite<'_> {
+    fn of(&self, report: &Report) -> &dyn ToolReport {
+        self.0
+            .iter()
+            .find(|(suite, _)| *suite == report.suite)
+            .map_or(&SharedReport, |(_, tool)| *tool)
+    }
+}
+
+impl ToolReport for BySuite<'_> {
+    fn judge(&self, report: &Report) -> Judgement {
+        self.of(report).judge(report)
+    }
+
+    fn tables(&self, report: &Report) -> Vec<Table> {
+        self.of(report).tables(report)
+    }
+
+    fn terminal(&self, report: &Report) -> String {
+        self.of(report).terminal(report)
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        self.of(report).markdown(report)
+    }
+
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        self.of(report).charts(report)
+    }
+}
+
 /// `results.json`: the report itself.
 pub struct Json;
 
@@ -183,6 +220,16 @@ mod tests {
         assert_eq!(files[1].bytes, b"# own\n");
         let back: Report = serde_json::from_slice(&files[0].bytes).unwrap();
         assert_eq!(back.cells.len(), report.cells.len());
+    }
+
+    #[test]
+    fn by_suite_renders_each_run_with_its_suites_report() {
+        let mut report = crate::report::tests::sample();
+        let tools = BySuite(&[("own", &Own)]);
+        report.suite = "own".into();
+        assert_eq!(tools.markdown(&report), "# own\n");
+        report.suite = "other".into();
+        assert_eq!(tools.markdown(&report), SharedReport.markdown(&report));
     }
 
     #[test]

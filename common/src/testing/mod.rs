@@ -1,11 +1,13 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
 //! environment the test command set up, a lock so one test at a time uses the servers, running
 //! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
-//! the check that no secret reached anything a run wrote, and (feature `browser`) the check that
-//! `report.html` renders in a real browser.
+//! the check that no secret reached anything a run wrote, the check of a tool's `compare` and
+//! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
+//! real browser.
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
+pub mod tooling;
 
 #[cfg(any(test, feature = "browser"))]
 pub use browser::{assert_html_renders, check_page, chromium};

@@ -1,17 +1,20 @@
 //! `insert-curve.svg`: events/s against events per request, both on log scales; one line per
 //! system and client count (solid for the most clients, dashed for fewer), a whisker per point
-//! for the round-to-round range. A pure function of the report.
+//! for the round-to-round range. Every mark names its system (`data-chart="insert-curve"`,
+//! `data-system`), so the HTML report's legend and the browser test find them. A pure function
+//! of the report.
 
 use std::fmt::Write as _;
 
 use common::human::format_thousands;
+use common::report::axis::open_chart;
 use common::report::chart::{self, color, decades, escape};
 use common::results::{Cell, Report};
 
 use super::{distinct, family, number};
 
 const LEFT: f64 = 80.0;
-const TOP: f64 = 40.0;
+const TOP: f64 = 56.0;
 const PLOT_W: f64 = 560.0;
 const PLOT_H: f64 = 320.0;
 
@@ -103,20 +106,21 @@ fn series(
     } else {
         ""
     };
+    let system = escape(&line[0].cell.system);
     let path: Vec<String> = line
         .iter()
         .map(|p| format!("{:.1},{:.1}", scale.x(p.batch), scale.y(p.median)))
         .collect();
     let _ = writeln!(
         svg,
-        r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
+        r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
         path.join(" ")
     );
     for p in line {
         let px = scale.x(p.batch);
         let _ = writeln!(
             svg,
-            r#"<circle cx="{px:.1}" cy="{:.1}" r="3" fill="{color}"/><line x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
+            r#"<circle data-system="{system}" cx="{px:.1}" cy="{:.1}" r="3" fill="{color}"/><line data-system="{system}" x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{:.1}" stroke="{color}"/>"#,
             scale.y(p.median),
             scale.y(p.min),
             scale.y(p.max)
@@ -127,11 +131,10 @@ fn series(
     let (lx, ly) = (LEFT + PLOT_W + 16.0, TOP + 10.0 + 20.0 * legend_row as f64);
     let _ = writeln!(
         svg,
-        r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{} · {clients} client{}</text>"#,
+        r#"<line data-system="{system}" x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text data-system="{system}" x="{:.1}" y="{:.1}">{system} · {clients} client{}</text>"#,
         lx + 24.0,
         lx + 30.0,
         ly + 4.0,
-        escape(&first.system),
         if clients == 1 { "" } else { "s" }
     );
 }
@@ -158,15 +161,15 @@ pub fn render_curve_svg(report: &Report) -> Option<String> {
         return None;
     }
     let scale = Scale::of(&points);
+    let systems: Vec<&str> = distinct(points.iter().map(|p| p.cell.system.as_str()));
     let mut svg = String::new();
-    chart::open(
+    open_chart(
         &mut svg,
-        LEFT + PLOT_W + 220.0,
-        TOP + PLOT_H + 60.0,
-        &format!(
-            "{} — insert throughput by events per request (log–log; whisker: min–max)",
-            report.tool
-        ),
+        (LEFT + PLOT_W + 220.0, TOP + PLOT_H + 60.0),
+        "insert-curve",
+        &systems,
+        &format!("{} — insert throughput by events per request", report.tool),
+        "log–log; a point is the median of the rounds, its whisker their min–max",
     );
     axes(&mut svg, &scale);
     let most_clients = points

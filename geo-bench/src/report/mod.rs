@@ -447,8 +447,9 @@ pub(crate) mod tests {
     #[test]
     fn the_curve_chart_has_one_line_per_system_and_client_count() {
         let svg = chart::render_curve_svg(&sample()).unwrap();
-        assert_eq!(svg.matches("<polyline").count(), 2);
-        assert_eq!(svg.matches("<circle").count(), 4);
+        assert_eq!(svg.matches("<polyline data-system=").count(), 2);
+        assert_eq!(svg.matches("<circle data-system=").count(), 4);
+        assert!(svg.contains(r#"data-chart="insert-curve""#), "{svg}");
         assert!(svg.contains("sqlite · 1 client") && svg.ends_with("</svg>\n"));
         let curve = curve_json(&sample());
         assert_eq!(curve["sqlite"]["1"]["100"], 61_000.0);

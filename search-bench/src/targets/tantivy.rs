@@ -159,7 +159,6 @@ impl TantivyTarget {
                 "writer.memory_budget".to_owned(),
                 format!("{} MiB", WRITER_MEMORY_BYTES >> 20),
             ),
-            ("index.dir".to_owned(), self.dir.display().to_string()),
         ])
         .collect()
     }
