@@ -320,7 +320,7 @@ pub fn exact_table(report: &Report) -> Option<Table> {
                     format_thousands(r.parse::<f64>().unwrap_or(0.0))
                 });
             let mut row = vec![query.clone(), rows];
-            row.extend(point_figures(Some(c)));
+            row.extend(exact_figures(c));
             let bar = views.iter().find(|v| v.query == query).and_then(|v| {
                 let qps = v.exact?.qps;
                 let best = v
@@ -428,6 +428,26 @@ fn point_figures(cell: Option<&Cell>) -> Vec<String> {
             format_latency_ns(p.p50_ns as u64),
             format_latency_ns(p.p99_ns as u64),
             format_rate(p.qps),
+        ],
+        _ => {
+            let mut out = vec![cell.status.as_str().to_owned()];
+            out.extend(std::iter::repeat_n("–".to_owned(), 3));
+            out
+        }
+    }
+}
+
+/// An exact-scan cell's recall, p50, p99 and QPS (it has no ef, so no curve point).
+fn exact_figures(cell: &Cell) -> Vec<String> {
+    match (cell.status, cell.usable_throughput(), cell.latency_ns) {
+        (Status::Ok, Some(t), Some(l)) => vec![
+            cell.extra
+                .get("recall")
+                .and_then(Value::as_f64)
+                .map_or("–".into(), |r| format!("{r:.4}")),
+            format_latency_ns(l.p50),
+            format_latency_ns(l.p99),
+            format_rate(t.median),
         ],
         _ => {
             let mut out = vec![cell.status.as_str().to_owned()];

@@ -6,6 +6,8 @@ pub mod chroma;
 pub mod exact;
 pub mod pgvector;
 pub mod qdrant;
+#[cfg(feature = "qdrant-edge")]
+pub mod qdrant_edge;
 pub mod usearch;
 
 use std::collections::BTreeMap;
@@ -193,6 +195,18 @@ pub async fn open(
     }
 }
 
+#[cfg(feature = "qdrant-edge")]
+fn open_qdrant_edge(
+    spec: &TargetSpec,
+    context: &OpenContext,
+) -> Result<Box<dyn VectorTarget>, TargetError> {
+    Ok(Box::new(qdrant_edge::QdrantEdgeTarget::open(
+        spec,
+        &context.results_dir,
+    )?))
+}
+
+#[cfg(not(feature = "qdrant-edge"))]
 fn open_qdrant_edge(
     spec: &TargetSpec,
     _context: &OpenContext,

@@ -226,14 +226,18 @@ async fn one_round(
     }
 }
 
-/// Marks invalid every curve of `variant` whose answers were identical at every ef point
-/// while its recall stayed below full: a wider search that changes nothing did not run (the
-/// engine stored the new ef but searched with the old one). Evidence: the digest of every
-/// answer, equal at each ef, and the recall, equal too. Only for full-precision indexes: a
-/// quantized index searched exhaustively (a small filtered subset) gives the same answers at
-/// every ef and still misses some true neighbours, by quantization.
+/// Marks invalid every curve of `variant` on a system whose answers were identical at every
+/// ef point in every query family at one k, while some stayed below full recall: a wider
+/// search that changes nothing anywhere did not run (the engine stored the new ef but searched
+/// with the old one). Evidence: the digest of every answer, equal at each ef, and the recall,
+/// equal too. Another family whose answers move shows the ef did reach the index (a filtered
+/// search may legitimately not depend on it). Only for full-precision indexes: a quantized
+/// index searched exhaustively gives the same answers at every ef and still misses some true
+/// neighbours, by quantization.
 pub fn check_ef_took_effect(report: &mut Report, variant: Variant) {
-    let mut curves: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    // (system, k) → family → cell indexes.
+    type Families = BTreeMap<String, Vec<usize>>;
+    let mut groups: BTreeMap<(String, u64), Families> = BTreeMap::new();
     for (i, cell) in report.cells.iter().enumerate() {
         let extra = &cell.extra;
         if cell.status != Status::Ok
@@ -243,35 +247,49 @@ pub fn check_ef_took_effect(report: &mut Report, variant: Variant) {
             continue;
         }
         let family = extra.get("family").and_then(Value::as_str).unwrap_or("");
-        curves
-            .entry((cell.system.clone(), family.to_owned()))
+        let k = extra.get("k").and_then(Value::as_u64).unwrap_or(0);
+        groups
+            .entry((cell.system.clone(), k))
+            .or_default()
+            .entry(family.to_owned())
             .or_default()
             .push(i);
     }
-    for cells in curves.values().filter(|c| c.len() >= 2) {
-        let field = |i: usize, key: &str| report.cells[i].extra.get(key).cloned();
-        let digests: Vec<Option<Value>> =
-            cells.iter().map(|i| field(*i, "answers_digest")).collect();
-        let recall = field(cells[0], "recall").and_then(|r| r.as_f64());
-        let same = digests[0].is_some() && digests.iter().all(|d| *d == digests[0]);
-        let Some(recall) = recall.filter(|r| same && *r < FULL_RECALL) else {
-            continue;
+    let field = |report: &Report, i: usize, key: &str| report.cells[i].extra.get(key).cloned();
+    for families in groups.values() {
+        let flat = |cells: &Vec<usize>| {
+            let first = field(report, cells[0], "answers_digest");
+            cells.len() >= 2
+                && first.is_some()
+                && cells
+                    .iter()
+                    .all(|i| field(report, *i, "answers_digest") == first)
         };
-        let efs: Vec<String> = cells
+        let lowest = families
+            .values()
+            .filter_map(|c| field(report, c[0], "recall").and_then(|r| r.as_f64()))
+            .fold(f64::INFINITY, f64::min);
+        if !families.values().all(flat) || lowest >= FULL_RECALL {
+            continue;
+        }
+        let cells: Vec<usize> = families.values().flatten().copied().collect();
+        let mut efs: Vec<u64> = cells
             .iter()
-            .filter_map(|i| field(*i, "ef").and_then(|e| e.as_u64()))
-            .map(|e| e.to_string())
+            .filter_map(|i| field(report, *i, "ef").and_then(|e| e.as_u64()))
             .collect();
-        let queries = field(cells[0], "score")
+        efs.sort_unstable();
+        efs.dedup();
+        let efs: Vec<String> = efs.iter().map(u64::to_string).collect();
+        let queries = field(report, cells[0], "score")
             .and_then(|s| s.get("queries").and_then(Value::as_u64))
             .unwrap_or(0);
         let reason = format!(
-            "the ef change did not take effect: every answer was identical at ef {} ({queries} scored queries, recall {recall:.4} below {FULL_RECALL} at each), so the index searched with one breadth throughout",
+            "the ef change did not take effect: at ef {} every answer of every query family was identical ({queries} scored queries per point; recall as low as {lowest:.4}, below {FULL_RECALL}), so the index searched with one breadth throughout",
             efs.join(", ")
         );
         for i in cells {
-            report.cells[*i].status = Status::Invalid;
-            report.cells[*i].reason = Some(reason.clone());
+            report.cells[i].status = Status::Invalid;
+            report.cells[i].reason = Some(reason.clone());
         }
     }
 }
