@@ -57,6 +57,15 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
     assert_eq!(verified["f32.ef_construction"], "200");
     assert_eq!(verified["f32.rows"], "3000");
     assert_eq!(verified["int8.scalar"], "I8");
+    // The kernel each index used is named; with the default `simd` feature on an AVX2 CPU it
+    // is NumKong's, not usearch's portable one.
+    #[cfg(all(feature = "simd", target_arch = "x86_64"))]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for variant in ["f32", "int8"] {
+            let kernel = &verified[&format!("{variant}.simd")];
+            assert_ne!(kernel, "serial", "{variant}: {verified:?}");
+        }
+    }
 
     let json = read_json(&out);
     assert_eq!(json["tool"], "vector-bench");

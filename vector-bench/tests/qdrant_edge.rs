@@ -43,7 +43,11 @@ fn qdrant_edge_builds_an_hnsw_shard_and_sweeps_every_variant_with_its_settings_r
     assert_eq!(names, ["qdrant-edge", "qdrant-edge+rescore", "exact-scan"]);
     let q = &report.systems[0];
     assert!(q.version.starts_with("qdrant-edge 0.7.2 "), "{}", q.version);
-    assert!(q.verified["kernel"].starts_with("f32: "), "{:?}", q.verified);
+    assert!(
+        q.verified["kernel"].starts_with("f32: "),
+        "{:?}",
+        q.verified
+    );
     for variant in ["f32", "int8", "binary"] {
         let key = |k: &str| q.verified[&format!("{variant}.{k}")].clone();
         assert_eq!(key("m"), "16");
@@ -69,7 +73,11 @@ fn qdrant_edge_builds_an_hnsw_shard_and_sweeps_every_variant_with_its_settings_r
 
     // Full precision at a wide ef finds the true neighbours, filtered or not.
     for family in ["unfiltered", "filter 10%"] {
-        let c = cell(report, &format!("f32 · {family} · k 10 · ef 64"), "qdrant-edge");
+        let c = cell(
+            report,
+            &format!("f32 · {family} · k 10 · ef 64"),
+            "qdrant-edge",
+        );
         assert_eq!(c.status, Status::Ok, "{c:?}");
         assert!(recall(c) >= RECALL_FLOOR, "{family}: {}", recall(c));
         assert_eq!(c.extra["score"]["filter_violations"], 0);
@@ -78,7 +86,11 @@ fn qdrant_edge_builds_an_hnsw_shard_and_sweeps_every_variant_with_its_settings_r
     // The quantized rows are there, each lane labelled; the rescoring lane has no f32 rows.
     for variant in ["int8", "binary"] {
         for system in ["qdrant-edge", "qdrant-edge+rescore"] {
-            let c = cell(report, &format!("{variant} · unfiltered · k 10 · ef 64"), system);
+            let c = cell(
+                report,
+                &format!("{variant} · unfiltered · k 10 · ef 64"),
+                system,
+            );
             assert_eq!(c.status, Status::Ok, "{c:?}");
         }
     }
@@ -114,7 +126,12 @@ fn a_bad_qdrant_edge_target_is_one_line_and_leaves_nothing_behind() {
     let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
     let error = format!(
         "{:#}",
-        run(&args(&out, &cache, &["--target", "qdrant-edge://somewhere"])).unwrap_err()
+        run(&args(
+            &out,
+            &cache,
+            &["--target", "qdrant-edge://somewhere"]
+        ))
+        .unwrap_err()
     );
     assert!(error.contains("write it as `qdrant-edge`"), "{error}");
     assert!(!error.contains('\n'));
