@@ -231,7 +231,8 @@ fn segment_indexes(dir: &Path) -> String {
         let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
             continue;
         };
-        if let Some(kind) = json["vector_data"][""]["index"]["type"].as_str() {
+        // `{"version": …, "config": {"vector_data": {"": {"index": {"type": …}}}}}`.
+        if let Some(kind) = json["config"]["vector_data"][""]["index"]["type"].as_str() {
             kinds.push(kind.to_owned());
         }
     }
