@@ -22,6 +22,9 @@ const MAX_EF: u64 = 1 << 16;
 pub struct Plan {
     pub data: DataPlan,
     pub targets: Vec<TargetSpec>,
+    /// Every k asked for, ascending; the ground truth is computed at the largest.
+    pub ks: Vec<usize>,
+    /// The largest k: the depth of the ground truth.
     pub k: usize,
     pub efs: Vec<u64>,
     pub variants: Vec<Variant>,
@@ -32,19 +35,35 @@ pub struct Plan {
     pub namespace: String,
     pub server_pids: Vec<ServerPid>,
     pub cache_dir: PathBuf,
+    /// Check a truth file (or an HDF5 file's neighbours) on a sample of queries.
+    pub check_truth_file: bool,
 }
 
 impl Plan {
-    /// Every curve: each variant with each query family.
+    /// Every curve: each variant with each query family at each k.
     pub fn families(&self) -> Vec<Family> {
-        self.variants
+        let mut out = Vec::new();
+        for variant in &self.variants {
+            for k in &self.ks {
+                for filter in &self.filters {
+                    out.push(Family {
+                        variant: *variant,
+                        filter: *filter,
+                        k: *k,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The ef points measured at `k`: those at least k (a search that keeps fewer candidates
+    /// than k cannot return k neighbours).
+    pub fn efs_at(&self, k: usize) -> Vec<u64> {
+        self.efs
             .iter()
-            .flat_map(|v| {
-                self.filters.iter().map(|f| Family {
-                    variant: *v,
-                    filter: *f,
-                })
-            })
+            .copied()
+            .filter(|ef| *ef >= k as u64)
             .collect()
     }
 
@@ -65,26 +84,35 @@ impl Plan {
 /// Checks the options and turns them into a plan.
 pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
     opts.common.validate().map_err(anyhow::Error::msg)?;
-    let k = opts.k;
+    let (rows, dims) = (opts.rows(), opts.dims());
+    let mut ks: Vec<u64> = opts.k.clone();
+    ks.sort_unstable();
+    ks.dedup();
+    if ks.is_empty() || ks[0] == 0 {
+        bail!("--k must name at least one k of 1 or more");
+    }
+    let k = opts.max_k();
     if opts.data == "generated" {
-        if k > opts.rows {
-            bail!("--k {k} is larger than the dataset ({} rows)", opts.rows);
+        if k > rows {
+            bail!("--k {k} is larger than the dataset ({rows} rows)");
         }
-        if opts.rows.saturating_mul(opts.dims) > MAX_VALUES {
+        if rows.saturating_mul(dims) > MAX_VALUES {
             bail!(
-                "--rows {} × --dims {} is more than {MAX_VALUES} values (8 GiB); use fewer rows or dimensions",
-                opts.rows,
-                opts.dims
+                "--rows {rows} × --dims {dims} is more than {MAX_VALUES} values (8 GiB); use fewer rows or dimensions"
             );
         }
     }
-    let mut efs = opts.ef.clone();
+    let mut efs = opts.efs();
     efs.sort_unstable();
     efs.dedup();
-    if let Some(ef) = efs.iter().find(|ef| **ef < k) {
+    let smallest_k = ks[0];
+    if let Some(ef) = efs.iter().find(|ef| **ef < smallest_k) {
         bail!(
-            "--ef {ef} is below --k {k}: a search that keeps {ef} candidates cannot return {k} neighbours; use ef ≥ k"
+            "--ef {ef} is below --k {smallest_k}: a search that keeps {ef} candidates cannot return {smallest_k} neighbours; use ef ≥ k"
         );
+    }
+    if let Some(big) = ks.iter().find(|k| !efs.iter().any(|ef| ef >= *k)) {
+        bail!("--k {big} is above every --ef point: add an ef of at least {big}");
     }
     if let Some(ef) = efs.iter().find(|ef| **ef > MAX_EF) {
         bail!("--ef {ef} is larger than {MAX_EF}");
@@ -113,17 +141,18 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
             data: opts.data.clone(),
             query_file: opts.query_file.clone(),
             truth_file: opts.truth_file.clone(),
-            rows: opts.rows as usize,
-            dims: opts.dims as usize,
+            rows: rows as usize,
+            dims: dims as usize,
             clusters: opts.clusters as usize,
-            queries: opts.queries as usize,
+            queries: opts.queries() as usize,
             metric: opts.metric,
             seed: opts.common.seed,
         },
         targets,
+        ks: ks.iter().map(|k| *k as usize).collect(),
         k: k as usize,
         efs,
-        variants: dedup(&opts.variants),
+        variants: dedup(&opts.variant_list()),
         filters: dedup(&opts.filters),
         m: opts.m as usize,
         ef_construction: opts.ef_construction as usize,
@@ -131,6 +160,7 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
         namespace: opts.namespace.clone(),
         server_pids: opts.server_pids.clone(),
         cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
+        check_truth_file: !opts.trust_truth_file,
     })
 }
 

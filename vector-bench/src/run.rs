@@ -1,7 +1,8 @@
 //! One vector-bench run, as its phases: plan (every input checked before anything is touched)
 //! → connect and describe every system → load the data, check every namespace, settle the
-//! ground truth → per variant: build and verify the index on every system, then the sweep of
-//! its (filter, ef) points in interleaved rounds → record → render, on common's run lifecycle.
+//! ground truth → the exact scan of every query family (the baseline) → per variant: build and
+//! verify the index on every system, then the sweep of its (ef, k, filter) points in
+//! interleaved rounds → record → render, on common's run lifecycle.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -19,7 +20,9 @@ use crate::opts::Opts;
 use crate::plan::Plan;
 use crate::report::{TruthReport, VectorReport};
 use crate::systems::{self, System};
-use crate::workloads::groundtruth::{self, TruthInfo};
+use crate::targets::{OpenContext, exact};
+use crate::workloads::baseline;
+use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
 
 const TOOL: Tool = Tool {
@@ -39,17 +42,21 @@ struct Prepared {
     systems: Vec<System>,
     reference: String,
     data: Arc<Dataset>,
-    truths: Vec<TruthInfo>,
+    truths: Truths,
 }
 
 /// Runs the sweep. Bad input fails before any system's data is touched.
 pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let opts = &opts.resolved();
     let plan = crate::plan::plan(opts)?;
     if opts.truth_only {
         return truth_only(opts, &plan, interrupt).await;
     }
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let prepared = match prepare(opts, &plan, lifecycle.progress()).await {
+    let context = OpenContext {
+        results_dir: lifecycle.results_path().to_owned(),
+    };
+    let prepared = match prepare(opts, &plan, &context, lifecycle.progress()).await {
         Ok(prepared) => prepared,
         Err(e) => return Err(lifecycle.abandon(e)),
     };
@@ -59,16 +66,18 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         data,
         truths,
     } = prepared;
+    let mut infos = systems::infos(&systems);
+    infos.push(exact_info(&data, &truths));
     let mut run = lifecycle.begin(Begin {
         section: section(&plan, &data),
-        systems: systems.iter().map(|s| s.info.clone()).collect(),
+        systems: infos,
         reference: Some(reference),
         data: Some(data_info(&data)),
         notes: crate::report::notes(opts, &kinds(&systems)),
     })?;
     run.report
         .extra
-        .insert("ground_truth".into(), json!(truths));
+        .insert("ground_truth".into(), json!(truths.infos));
     run.report.extra.insert("builds".into(), json!([]));
     run.save()?;
     let common = &opts.common;
@@ -85,10 +94,13 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         data: &data,
         truths: &truths,
         efs: &plan.efs,
-        k: plan.k,
+        ks: &plan.ks,
         window: &window,
     };
     let connections = common.connections as usize;
+    let categories: Vec<Option<u8>> = truths.filters().iter().map(|f| f.category()).collect();
+    let scan = exact::open(&data, &categories, connections).await?;
+    baseline::measure(&sweep, exact::NAME, scan, &mut run).await?;
     for variant in &plan.variants {
         if run.interrupted() {
             break;
@@ -113,24 +125,36 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     }
     let curves = crate::report::curves_json(&run.report);
     run.report.extra.insert("curves".into(), curves);
+    let pareto = json!(crate::report::pareto::views(&run.report));
+    run.report.extra.insert("pareto".into(), pareto);
     run.finish(&VectorReport)
 }
 
 /// Connects and describes every system, loads the data, checks every namespace, and settles
 /// the ground truth.
-async fn prepare(opts: &Opts, plan: &Plan, progress: &Progress) -> anyhow::Result<Prepared> {
+async fn prepare(
+    opts: &Opts,
+    plan: &Plan,
+    context: &OpenContext,
+    progress: &Progress,
+) -> anyhow::Result<Prepared> {
+    let reference = opts.common.reference.as_deref();
     let (mut systems, reference) =
-        systems::connect_all(&plan.targets, opts.common.reference.as_deref()).await?;
+        systems::connect_all(&plan.targets, reference, context, &[exact::NAME]).await?;
     let data = load_data(plan).await?;
     systems::check_namespaces(&mut systems, plan, &data).await?;
     progress.line(format!(
         "data: {} · checksum {}",
         data.description, data.checksum
     ));
-    let truths = ground_truth(opts, plan, &data, false).await?;
-    for info in &truths {
+    let infos = ground_truth(opts, plan, &data, false).await?;
+    for info in &infos {
         progress.line(info.line());
+        if let Some(note) = &info.cache_note {
+            progress.line(format!("  note: {note}"));
+        }
     }
+    let truths = Truths::new(&data, infos, &plan.ks);
     Ok(Prepared {
         systems,
         reference,
@@ -158,9 +182,16 @@ async fn ground_truth(
 ) -> anyhow::Result<Vec<TruthInfo>> {
     let data = data.clone();
     let (k, filters, cache) = (plan.k, plan.filters.clone(), plan.cache_dir.clone());
-    let quiet = opts.common.quiet;
+    let (quiet, check_file) = (opts.common.quiet, plan.check_truth_file);
     tokio::task::spawn_blocking(move || {
-        groundtruth::truths(&data, k, &filters, &cache, force, quiet)
+        let plan = TruthPlan {
+            k,
+            cache_dir: &cache,
+            force,
+            check_file,
+            quiet,
+        };
+        groundtruth::truths(&data, &filters, plan)
     })
     .await
     .context("computing the ground truth")
@@ -168,14 +199,27 @@ async fn ground_truth(
 
 /// What was held equal for every system.
 fn section(plan: &Plan, data: &Dataset) -> String {
+    let ks: Vec<String> = plan.ks.iter().map(|k| k.to_string()).collect();
     format!(
         "{} · {} · HNSW m = {}, ef_construction = {} · k = {}",
         data.description,
         data.metric.as_str(),
         plan.m,
         plan.ef_construction,
-        plan.k
+        ks.join(", ")
     )
+}
+
+/// The exact scan's report entry, with the rows each family scans.
+fn exact_info(data: &Dataset, truths: &Truths) -> common::results::SystemInfo {
+    let mut info = exact::info();
+    for t in &truths.infos {
+        info.verified
+            .insert(format!("rows.{}", t.filter.label()), t.rows.to_string());
+    }
+    info.verified
+        .insert("dimensions".into(), data.dims.to_string());
+    info
 }
 
 fn data_info(data: &Dataset) -> DataInfo {

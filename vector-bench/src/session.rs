@@ -60,6 +60,12 @@ pub trait Searchers: Send {
         work: &'a Arc<Work>,
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
+
+    /// What the sessions did besides searching that the report should say (an index rebuilt
+    /// for a new ef), taken once.
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// One connection of an async client.

@@ -1,6 +1,7 @@
 //! The systems of a run: each target opened, described and named, its namespace checked before
 //! anything is written; then, per variant, its index built, read back and checked against what
-//! was asked, its search sessions opened, and the index dropped once its points are measured.
+//! was asked, its search sessions opened in each of its modes (one lane, and one system of the
+//! report, per mode), and the index dropped once its points are measured.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -17,15 +18,20 @@ use crate::dataset::Dataset;
 use crate::index::IndexSpec;
 use crate::plan::Plan;
 use crate::session::Searchers;
-use crate::targets::{self, BuildReport, VectorTarget};
-use crate::workloads::Family;
+use crate::targets::{self, BuildReport, Mode, OpenContext, VectorTarget};
 use crate::workloads::sweep::Lane;
 
-/// One system as the run sees it.
+/// One system as the run sees it: a target and its lanes (one per mode).
 pub struct System {
     pub target: Box<dyn VectorTarget>,
     pub info: SystemInfo,
-    /// Open while the current variant's index is measured.
+    pub lanes: Vec<LaneState>,
+}
+
+/// One mode of a system: its report entry and, while an index is open, its sessions.
+pub struct LaneState {
+    pub mode: Mode,
+    pub info: SystemInfo,
     pub searchers: Option<Box<dyn Searchers>>,
 }
 
@@ -35,15 +41,25 @@ impl System {
     }
 }
 
+/// Every lane's report entry, in order: what the report calls its systems.
+pub fn infos(systems: &[System]) -> Vec<SystemInfo> {
+    systems
+        .iter()
+        .flat_map(|s| s.lanes.iter().map(|l| l.info.clone()))
+        .collect()
+}
+
 /// Opens every target and reads what it reports about itself; checks the names. Returns the
 /// systems and the reference.
 pub async fn connect_all(
     specs: &[TargetSpec],
     reference: Option<&str>,
+    context: &OpenContext,
+    reserved: &[&str],
 ) -> anyhow::Result<(Vec<System>, String)> {
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec).await?;
+        let mut target = targets::open(spec, context).await?;
         let description = target.describe().await?;
         let identity = target.identity();
         let info = SystemInfo {
@@ -56,16 +72,39 @@ pub async fn connect_all(
             data_dir: description.data_dir.map(|d| d.display().to_string()),
             ..SystemInfo::default()
         };
+        let lanes = target
+            .modes()
+            .into_iter()
+            .map(|mode| {
+                let mut lane = info.clone();
+                lane.name = mode.name(&info.name);
+                if !mode.suffix.is_empty() {
+                    lane.verified
+                        .insert("mode".into(), mode.description.clone());
+                }
+                LaneState {
+                    mode,
+                    info: lane,
+                    searchers: None,
+                }
+            })
+            .collect();
         systems.push(System {
             target,
             info,
-            searchers: None,
+            lanes,
         });
     }
     let (names, urls): (Vec<String>, Vec<String>) = systems
         .iter()
-        .map(|s| (s.info.name.clone(), s.info.url_redacted.clone()))
+        .flat_map(|s| s.lanes.iter())
+        .map(|l| (l.info.name.clone(), l.info.url_redacted.clone()))
         .unzip();
+    if let Some(name) = names.iter().find(|n| reserved.contains(&n.as_str())) {
+        anyhow::bail!(
+            "a target is named `{name}`, the name of vector-bench's own exact scan; name it otherwise with NAME=URL"
+        );
+    }
     let reference = common::run::check_names(&names, &urls, reference, "--target")?;
     Ok((systems, reference))
 }
@@ -86,13 +125,15 @@ pub async fn check_namespaces(
     Ok(())
 }
 
-/// The systems as the sweep sees them: a name and, while an index is open, its sessions.
+/// The lanes as the sweep sees them: a name, a mode and, while an index is open, its sessions.
 pub fn lanes(systems: &mut [System]) -> Vec<Lane<'_>> {
     systems
         .iter_mut()
-        .map(|s| Lane {
-            name: &s.info.name,
-            searchers: &mut s.searchers,
+        .flat_map(|s| s.lanes.iter_mut())
+        .map(|l| Lane {
+            name: &l.info.name,
+            mode: &l.mode,
+            searchers: &mut l.searchers,
         })
         .collect()
 }
@@ -233,21 +274,39 @@ impl Build<'_> {
             }
         }
         for (key, value) in &verified {
-            system
-                .info
-                .verified
-                .insert(format!("{}.{key}", spec.variant.as_str()), value.clone());
-        }
-        match system.target.searchers(spec, self.connections).await {
-            Ok(searchers) => {
-                system.searchers = Some(searchers);
-                None
+            let key = format!("{}.{key}", spec.variant.as_str());
+            system.info.verified.insert(key.clone(), value.clone());
+            for lane in &mut system.lanes {
+                lane.info.verified.insert(key.clone(), value.clone());
             }
-            Err(e) => Some((
-                Status::Error,
-                format!("opening search sessions failed: {e}"),
-            )),
         }
+        let mut problem = None;
+        for lane in &mut system.lanes {
+            if !lane.mode.variants.is_empty() && !lane.mode.variants.contains(&spec.variant) {
+                continue;
+            }
+            match system
+                .target
+                .searchers(spec, self.connections, &lane.mode)
+                .await
+            {
+                Ok((searchers, settings)) => {
+                    for (key, value) in settings {
+                        lane.info
+                            .verified
+                            .insert(format!("{}.{key}", spec.variant.as_str()), value);
+                    }
+                    lane.searchers = Some(searchers);
+                }
+                Err(e) => {
+                    problem = Some((
+                        Status::Error,
+                        format!("opening search sessions ({}) failed: {e}", lane.info.name),
+                    ));
+                }
+            }
+        }
+        problem
     }
 }
 
@@ -267,19 +326,25 @@ fn record_build(
         entry["problem"] = json!(reason);
         run.progress()
             .line(format!("{name}: {} — {reason}", spec.variant.as_str()));
-        for filter in &plan.filters {
-            let family = Family {
-                variant: spec.variant,
-                filter: *filter,
-            };
-            for ef in &plan.efs {
-                run.report.upsert_cell(Cell::unmeasured(
-                    &family.workload(*ef),
-                    name,
-                    "queries/s",
-                    *status,
-                    reason,
-                ));
+        for family in plan
+            .families()
+            .into_iter()
+            .filter(|f| f.variant == spec.variant)
+        {
+            for lane in system
+                .lanes
+                .iter()
+                .filter(|l| l.searchers.is_none() && l.mode.applies(family.variant, family.filter))
+            {
+                for ef in plan.efs_at(family.k) {
+                    run.report.upsert_cell(Cell::unmeasured(
+                        &family.workload(ef),
+                        &lane.info.name,
+                        "queries/s",
+                        *status,
+                        reason,
+                    ));
+                }
             }
         }
     }
@@ -287,8 +352,10 @@ fn record_build(
     if let Some(builds) = report.extra.get_mut("builds").and_then(Value::as_array_mut) {
         builds.push(entry);
     }
-    if let Some(info) = report.systems.iter_mut().find(|s| s.name == name) {
-        info.verified.clone_from(&system.info.verified);
+    for lane in &system.lanes {
+        if let Some(info) = report.systems.iter_mut().find(|s| s.name == lane.info.name) {
+            info.verified.clone_from(&lane.info.verified);
+        }
     }
 }
 
@@ -301,7 +368,9 @@ pub async fn drop_all(
     notes: &mut Vec<String>,
 ) {
     for system in systems {
-        system.searchers = None;
+        for lane in &mut system.lanes {
+            lane.searchers = None;
+        }
         if !keep_data
             && system.target.offer(spec.variant).is_ok()
             && let Err(e) = system.target.drop_index(spec).await

@@ -29,6 +29,28 @@ pub struct Truth {
     pub kth: Vec<f64>,
 }
 
+impl Truth {
+    /// The truth at a smaller `k`: each query's first `k` neighbours, the k-th distance the
+    /// farthest of them (computed once at the largest k of a run, scored at every k).
+    pub fn truncated(&self, data: &Dataset, k: usize) -> Truth {
+        if k >= self.k {
+            return self.clone();
+        }
+        let mut ids = Vec::with_capacity(self.ids.len());
+        let mut kth = Vec::with_capacity(self.ids.len());
+        for (q, list) in self.ids.iter().enumerate() {
+            let top: Vec<u32> = list[..list.len().min(k)].to_vec();
+            let worst = top
+                .iter()
+                .map(|id| distance(data.metric, data.query(q), data.row(*id as usize)))
+                .fold(f64::NEG_INFINITY, f64::max);
+            kth.push(if top.is_empty() { f64::INFINITY } else { worst });
+            ids.push(top);
+        }
+        Truth { k, ids, kth }
+    }
+}
+
 /// Exact distance between two vectors, in f64, as every recall is judged.
 pub fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f64 {
     match metric {
@@ -82,14 +104,14 @@ impl Subset<'_> {
 
 /// The best `capacity` (key, id) pairs seen, ascending by key.
 #[derive(Clone, Debug)]
-struct TopK {
+pub(crate) struct TopK {
     capacity: usize,
-    keys: Vec<f32>,
-    ids: Vec<u32>,
+    pub(crate) keys: Vec<f32>,
+    pub(crate) ids: Vec<u32>,
 }
 
 impl TopK {
-    fn new(capacity: usize) -> TopK {
+    pub(crate) fn new(capacity: usize) -> TopK {
         TopK {
             capacity,
             keys: Vec::with_capacity(capacity + 1),
@@ -97,8 +119,13 @@ impl TopK {
         }
     }
 
+    pub(crate) fn clear(&mut self) {
+        self.keys.clear();
+        self.ids.clear();
+    }
+
     #[inline]
-    fn worst(&self) -> f32 {
+    pub(crate) fn worst(&self) -> f32 {
         if self.keys.len() < self.capacity {
             f32::INFINITY
         } else {
@@ -107,7 +134,7 @@ impl TopK {
     }
 
     #[inline]
-    fn offer(&mut self, key: f32, id: u32) {
+    pub(crate) fn offer(&mut self, key: f32, id: u32) {
         if key >= self.worst() {
             return;
         }
@@ -130,10 +157,31 @@ impl TopK {
 /// Computes the exact `k` nearest rows of every query (of `category`'s rows when given).
 /// `done` counts rows scanned, for a progress bar.
 pub fn exact(data: &Dataset, k: usize, category: Option<u8>, done: &AtomicU64) -> Truth {
+    exact_of(data, &data.queries, k, category, done)
+}
+
+/// The exact truth of some of the queries (`sample`, by index), for checking a file's lists
+/// without computing them all.
+pub fn exact_sample(data: &Dataset, k: usize, sample: &[usize]) -> Truth {
+    let mut queries = Vec::with_capacity(sample.len() * data.dims);
+    sample
+        .iter()
+        .for_each(|q| queries.extend_from_slice(data.query(*q)));
+    exact_of(data, &queries, k, None, &AtomicU64::new(0))
+}
+
+/// [`exact`] for the query matrix `query_rows` (row-major, `dims` wide).
+fn exact_of(
+    data: &Dataset,
+    query_rows: &[f32],
+    k: usize,
+    category: Option<u8>,
+    done: &AtomicU64,
+) -> Truth {
     let subset = Subset::of(data, category);
     let dims = data.dims;
     let rows = subset.vectors.len() / dims;
-    let queries = data.query_count();
+    let queries = query_rows.len() / dims;
     let capacity = (k * CANDIDATE_FACTOR).min(rows).max(1);
     let norms: Vec<f32> = match data.metric {
         Metric::Cosine => Vec::new(),
@@ -151,7 +199,9 @@ pub fn exact(data: &Dataset, k: usize, category: Option<u8>, done: &AtomicU64) -
             .map(|start| {
                 let end = (start + shard_rows).min(rows);
                 let (vectors, norms) = (&subset.vectors, &norms);
-                scope.spawn(move || scan_shard(data, vectors, norms, start..end, capacity, done))
+                scope.spawn(move || {
+                    scan_shard(data, query_rows, vectors, norms, start..end, capacity, done)
+                })
             })
             .collect();
         handles
@@ -165,12 +215,13 @@ pub fn exact(data: &Dataset, k: usize, category: Option<u8>, done: &AtomicU64) -
             into.merge(from);
         }
     }
-    rerank(data, &subset, &merged, k)
+    rerank(data, query_rows, &subset, &merged, k)
 }
 
 /// One thread's rows against every query, block by block.
 fn scan_shard(
     data: &Dataset,
+    query_rows: &[f32],
     vectors: &[f32],
     norms: &[f32],
     range: std::ops::Range<usize>,
@@ -178,7 +229,7 @@ fn scan_shard(
     done: &AtomicU64,
 ) -> Vec<TopK> {
     let dims = data.dims;
-    let queries = data.query_count();
+    let queries = query_rows.len() / dims;
     let mut best = vec![TopK::new(capacity); queries];
     let mut scores = ndarray::Array2::<f32>::zeros((QUERY_BLOCK, ROW_BLOCK));
     let mut start = range.start;
@@ -188,7 +239,7 @@ fn scan_shard(
             .expect("a block is rows × dims");
         for q0 in (0..queries).step_by(QUERY_BLOCK) {
             let q1 = (q0 + QUERY_BLOCK).min(queries);
-            let qs = ArrayView2::from_shape((q1 - q0, dims), &data.queries[q0 * dims..q1 * dims])
+            let qs = ArrayView2::from_shape((q1 - q0, dims), &query_rows[q0 * dims..q1 * dims])
                 .expect("a query block is queries × dims");
             let mut out = scores.slice_mut(ndarray::s![..q1 - q0, ..end - start]);
             general_mat_mul(1.0, &qs, &block.t(), 0.0, &mut out);
@@ -216,11 +267,17 @@ fn scan_shard(
 }
 
 /// Re-ranks the f32 candidates by exact f64 distance and keeps `k` per query.
-fn rerank(data: &Dataset, subset: &Subset<'_>, candidates: &[TopK], k: usize) -> Truth {
+fn rerank(
+    data: &Dataset,
+    query_rows: &[f32],
+    subset: &Subset<'_>,
+    candidates: &[TopK],
+    k: usize,
+) -> Truth {
     let mut ids = Vec::with_capacity(candidates.len());
     let mut kth = Vec::with_capacity(candidates.len());
     for (q, top) in candidates.iter().enumerate() {
-        let query = data.query(q);
+        let query = &query_rows[q * data.dims..(q + 1) * data.dims];
         let mut exact: Vec<(f64, u32)> = top
             .ids
             .iter()
@@ -394,6 +451,16 @@ mod tests {
                 let kth = distance(metric, q0, data.row(truth.ids[0][9] as usize));
                 assert_eq!(truth.kth[0], kth);
             }
+        }
+    }
+
+    #[test]
+    fn a_truth_truncated_to_a_smaller_k_is_the_truth_at_that_k() {
+        let data = small(3_000, 16, Metric::Cosine);
+        let deep = exact(&data, 100, None, &AtomicU64::new(0));
+        for k in [1, 10] {
+            let shallow = exact(&data, k, None, &AtomicU64::new(0));
+            assert_eq!(deep.truncated(&data, k), shallow, "k {k}");
         }
     }
 

@@ -12,12 +12,13 @@ use support::*;
 fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
     let dir = tempfile::tempdir().unwrap();
     let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
-    let summary = run(&args(&out, &cache, &[])).unwrap();
+    let summary = run(&args(&out, &cache, &["--variants", "f32,int8,binary"])).unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit, Exit::AllOk);
     assert_matches_schema(&out);
-    assert_eq!(report.systems.len(), 1);
+    assert_eq!(report.systems.len(), 2, "usearch and the exact scan");
     assert_eq!(report.systems[0].name, "usearch");
+    assert_eq!(report.systems[1].name, "exact-scan");
     // The index lives in this process: its disk is the results folder's, measured there.
     assert_eq!(report.systems[0].location, Location::Embedded);
     assert!(report.environment.durable_write_floor_ns.is_some());
@@ -26,9 +27,15 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
         out.to_str()
     );
     assert!(report.systems[0].version.starts_with("usearch 2."));
-    // 3 variants × 3 filters × 3 ef points.
-    assert_eq!(report.cells.len(), 27, "{:#?}", report.cells);
-    for cell in &report.cells {
+    // 3 variants × 3 filters × 3 ef points, and the exact scan of each filter.
+    assert_eq!(report.cells.len(), 30, "{:#?}", report.cells);
+    for exact in report.cells.iter().filter(|c| c.system == "exact-scan") {
+        assert_eq!(exact.status, Status::Ok, "{exact:?}");
+        assert_eq!(recall(exact), 1.0, "{exact:?}");
+        assert!(exact.extra["ef"].is_null());
+        assert!(exact.throughput.as_ref().unwrap().median > 0.0);
+    }
+    for cell in report.cells.iter().filter(|c| c.system == "usearch") {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
         let r = recall(cell);
         assert!((0.0..=1.0).contains(&r), "{r}");
@@ -43,17 +50,26 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
         assert!(cell.extra["harness_ns_per_query"].as_f64().unwrap() >= 0.0);
     }
     // Full precision at the widest ef finds nearly every true neighbour of this small set.
-    let best = cell(report, "f32 · unfiltered · ef 64", "usearch");
+    let best = cell(report, "f32 · unfiltered · k 10 · ef 64", "usearch");
     assert!(recall(best) > 0.9, "{}", recall(best));
     let verified = &report.systems[0].verified;
     assert_eq!(verified["f32.m"], "16");
     assert_eq!(verified["f32.ef_construction"], "200");
     assert_eq!(verified["f32.rows"], "3000");
     assert_eq!(verified["int8.scalar"], "I8");
+    // The kernel each index used is named; with the default `simd` feature on an AVX2 CPU it
+    // is NumKong's, not usearch's portable one.
+    #[cfg(all(feature = "simd", target_arch = "x86_64"))]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for variant in ["f32", "int8"] {
+            let kernel = &verified[&format!("{variant}.simd")];
+            assert_ne!(kernel, "serial", "{variant}: {verified:?}");
+        }
+    }
 
     let json = read_json(&out);
     assert_eq!(json["tool"], "vector-bench");
-    assert_eq!(json["options"]["k"], 10);
+    assert_eq!(json["options"]["k"], serde_json::json!([10]));
     assert_eq!(json["extra"]["builds"].as_array().unwrap().len(), 3);
     assert!(
         json["extra"]["builds"][0]["build"]["build_s"]
@@ -67,10 +83,23 @@ fn the_embedded_default_sweeps_every_family_and_writes_a_results_folder() {
     assert_eq!(truths[2]["rows"], 30, "the 1% category of 3,000 rows");
     let curves = json["extra"]["curves"].as_array().unwrap();
     assert_eq!(curves.len(), 9);
+    let pareto = json["extra"]["pareto"].as_array().unwrap();
+    assert_eq!(pareto.len(), 3, "one view per filter family");
+    for view in pareto {
+        assert!(view["exact"]["qps"].as_f64().unwrap() > 0.0, "{view}");
+        let usearch = &view["systems"][0];
+        assert_eq!(usearch["points"].as_array().unwrap().len(), 9);
+        assert!(!usearch["front"].as_array().unwrap().is_empty());
+    }
+    assert!(out.join("pareto-filter-1pct-k-10.svg").exists());
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("At matched recall"), "{markdown}");
     assert!(markdown.contains("| 64 |"), "{markdown}");
-    let svg = std::fs::read_to_string(out.join("recall-qps-f32-unfiltered.svg")).unwrap();
+    assert!(
+        markdown.contains("Exact scan of each query family"),
+        "{markdown}"
+    );
+    let svg = std::fs::read_to_string(out.join("recall-qps-f32-unfiltered-k-10.svg")).unwrap();
     assert!(svg.contains("<polyline") && svg.contains(">usearch</text>"));
 
     // The second run reads the ground truth from the cache.
@@ -112,6 +141,9 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
     assert_matches_schema(&out);
     let json = read_json(&out);
     assert_eq!(json["extra"]["ground_truth"][0]["source"], "file");
+    // The file's lists were checked against the exact search on a sample, not trusted.
+    assert_eq!(json["extra"]["ground_truth"][0]["file_agreement"], 1.0);
+    assert_eq!(json["extra"]["ground_truth"][0]["file_checked_queries"], 20);
     assert_eq!(json["extra"]["ground_truth"][0]["queries"], 20);
     assert_eq!(json["extra"]["ground_truth"][1]["source"], "computed");
     assert!(
@@ -170,7 +202,11 @@ fn texmex_and_hdf5_files_load_and_use_their_own_ground_truth() {
     ))
     .unwrap();
     assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
-    let cell = cell(&summary.report, "f32 · unfiltered · ef 64", "usearch");
+    let cell = cell(
+        &summary.report,
+        "f32 · unfiltered · k 10 · ef 64",
+        "usearch",
+    );
     assert!(recall(cell) > 0.5, "{}", recall(cell));
     // Generated-file ground truth is cached beside the file.
     let beside: Vec<_> = std::fs::read_dir(dir.path())

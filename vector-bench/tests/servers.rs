@@ -74,7 +74,18 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
     );
     assert_matches_schema(&out);
     let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["usearch", "pgvector", "chroma"]);
+    // pgvector's iterative scans are lanes of their own; the exact scan is every run's baseline.
+    assert_eq!(
+        names,
+        [
+            "usearch",
+            "pgvector",
+            "pgvector+relaxed_order",
+            "pgvector+strict_order",
+            "chroma",
+            "exact-scan"
+        ]
+    );
     let pg = &report.systems[1];
     assert!(
         pg.version.contains("PostgreSQL 18") && pg.version.contains("pgvector 0.8"),
@@ -104,7 +115,7 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         );
     }
     assert_eq!(report.systems[0].location, Location::Embedded);
-    let ch = &report.systems[2];
+    let ch = &report.systems[4];
     assert_eq!(
         (ch.location, ch.data_dir.as_deref()),
         (Location::Local, None)
@@ -114,18 +125,47 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
     assert_eq!(ch.verified["f32.rows"], "2000");
     assert_eq!(ch.verified["f32.space"], "cosine");
     for system in ["usearch", "pgvector", "chroma"] {
-        for workload in ["f32 · unfiltered · ef 48", "f32 · filter 1% · ef 48"] {
+        for workload in [
+            "f32 · unfiltered · k 10 · ef 48",
+            "f32 · filter 1% · k 10 · ef 48",
+        ] {
             let c = cell(report, workload, system);
             assert_eq!(c.status, Status::Ok, "{c:?}");
             assert_eq!(c.extra["ef_reported"], "48", "{system}: ef read back");
             assert_eq!(c.extra["score"]["filter_violations"], 0);
         }
         assert!(
-            recall(cell(report, "f32 · unfiltered · ef 48", system)) > 0.8,
+            recall(cell(report, "f32 · unfiltered · k 10 · ef 48", system)) > 0.8,
             "{system}"
         );
     }
-    for workload in ["binary · unfiltered · ef 16", "binary · filter 1% · ef 48"] {
+    // The iterative scans run the filtered families only, each with its setting read back from
+    // the session.
+    for (lane, order) in [
+        (&report.systems[2], "relaxed_order"),
+        (&report.systems[3], "strict_order"),
+    ] {
+        assert_eq!(
+            lane.verified["f32.hnsw.iterative_scan"], order,
+            "{:?}",
+            lane.verified
+        );
+        let c = cell(report, "f32 · filter 1% · k 10 · ef 48", &lane.name);
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        assert_eq!(c.extra["score"]["filter_violations"], 0);
+        assert!(
+            !report
+                .cells
+                .iter()
+                .any(|c| c.system == lane.name && c.workload.contains("unfiltered")),
+            "{}: an unfiltered cell",
+            lane.name
+        );
+    }
+    for workload in [
+        "binary · unfiltered · k 10 · ef 16",
+        "binary · filter 1% · k 10 · ef 48",
+    ] {
         let c = cell(report, workload, "chroma");
         assert_eq!(c.status, Status::Refused);
         assert!(
@@ -150,7 +190,7 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
     // Matched-recall verdicts compare the servers with usearch, the reference.
     assert!(report.verdicts.iter().all(|v| v.reference == "usearch"));
     assert!(
-        std::fs::read_to_string(out.join("recall-qps-f32-unfiltered.svg"))
+        std::fs::read_to_string(out.join("recall-qps-f32-unfiltered-k-10.svg"))
             .unwrap()
             .contains(">chroma</text>")
     );
@@ -242,5 +282,5 @@ fn qdrant_builds_verifies_and_answers_when_a_server_is_given() {
         Some("scalar")
     );
     assert_eq!(q.verified["binary.quantization"], "binary");
-    assert!(recall(cell(report, "f32 · unfiltered · ef 48", "qdrant")) > 0.8);
+    assert!(recall(cell(report, "f32 · unfiltered · k 10 · ef 48", "qdrant")) > 0.8);
 }

@@ -32,15 +32,20 @@ pub fn render_charts(report: &Report) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `f32 · filter 10%` → `recall-qps-f32-filter-10pct.svg`.
+/// `f32 · filter 10% · k 10` → `recall-qps-f32-filter-10pct-k-10.svg`.
 pub fn file_name(family: &str) -> String {
-    let slug: String = family
+    format!("recall-qps-{}.svg", file_slug(family))
+}
+
+/// `f32 · filter 10% · k 10` → `f32-filter-10pct-k-10`.
+pub fn file_slug(label: &str) -> String {
+    let slug: String = label
         .replace('%', "pct")
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let parts: Vec<&str> = slug.split('-').filter(|p| !p.is_empty()).collect();
-    format!("recall-qps-{}.svg", parts.join("-"))
+    parts.join("-")
 }
 
 fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {

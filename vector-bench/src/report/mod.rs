@@ -5,6 +5,7 @@
 //! [`TruthReport`] for `--truth-only`).
 
 pub mod chart;
+pub mod pareto;
 
 use std::collections::BTreeMap;
 
@@ -40,7 +41,9 @@ impl ToolReport for VectorReport {
     }
 
     fn charts(&self, report: &Report) -> Vec<(String, String)> {
-        chart::render_charts(report)
+        let mut charts = chart::render_charts(report);
+        charts.extend(pareto::charts(report));
+        charts
     }
 }
 
@@ -87,16 +90,30 @@ pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
     let mut notes = vec![
         format!(
             "Latency (p50/p99) is one query at a time over the same {} queries per round; QPS is {} sessions searching flat out for {} per round. Recall@{} is tie-aware against exact ground truth (a row exactly as near as the k-th true neighbour counts).",
-            opts.queries,
+            opts.queries(),
             opts.common.connections,
             common::human::format_duration(opts.common.duration),
             opts.k
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(", @")
+        ),
+        format!(
+            "`{}` is vector-bench's own exact scan of each query family's rows (brute force over only the rows the filter admits, recall 1.0 by construction): the bar a filtered index must beat.",
+            crate::targets::exact::NAME
         ),
         "Two indexes rarely reach the same recall at the same ef: compare them at matched recall (interpolated along each target's own curve), not row by row.".to_owned(),
         "Every system ran on this machine beside the client: the client's CPU time is taken from the servers'. Figures compare only within this run.".to_owned(),
     ];
     if kinds.iter().any(|k| k == "usearch") {
         notes.push("usearch runs inside the client process: no network and no protocol; its searches share the cores with nothing else of the client.".into());
+    }
+    if kinds.iter().any(|k| k == "qdrant-edge") {
+        notes.push(format!(
+            "qdrant-edge is {}",
+            crate::targets::QDRANT_EDGE_LABEL
+        ));
     }
     notes
 }
@@ -260,17 +277,85 @@ fn round_qps(
     Some(qa.iter().zip(qb).map(|(x, y)| x + t * (y - x)).collect())
 }
 
-/// The families in the order they were measured.
+/// The sweep's families (the exact scan's are not curves), in the order of their variants.
 fn families(report: &Report) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for cell in &report.cells {
-        if let Some(family) = family_of(cell).or_else(|| family_of_workload(&cell.workload))
+        if let Some(family) = family_of_workload(&cell.workload).or_else(|| family_of(cell))
+            && !family.starts_with("exact scan")
             && !seen.contains(&family)
         {
             seen.push(family);
         }
     }
+    // Cells go ef by ef; a reader wants a variant's families together.
+    let variant = |f: &String| f.split(" · ").next().unwrap_or("").to_owned();
+    let order: Vec<String> = seen.iter().map(variant).fold(Vec::new(), |mut v, x| {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+        v
+    });
+    seen.sort_by_key(|f| order.iter().position(|v| *v == variant(f)));
     seen
+}
+
+/// The exact scan of each query family, beside the fastest index point at recall ≥ 0.95.
+pub fn exact_table(report: &Report) -> Option<Table> {
+    let views = pareto::views(report);
+    let exact = report
+        .systems
+        .iter()
+        .find(|s| s.name == crate::targets::exact::NAME);
+    let rows: Vec<Vec<String>> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == crate::targets::exact::NAME)
+        .map(|c| {
+            let query = c.workload.trim_start_matches("exact scan · ").to_owned();
+            let filter = query.split(" · ").next().unwrap_or("").to_owned();
+            let rows = exact
+                .and_then(|s| s.verified.get(&format!("rows.{filter}")))
+                .map_or("–".into(), |r| {
+                    format_thousands(r.parse::<f64>().unwrap_or(0.0))
+                });
+            let mut row = vec![query.clone(), rows];
+            row.extend(exact_figures(c));
+            let bar = views.iter().find(|v| v.query == query).and_then(|v| {
+                let qps = v.exact?.qps;
+                let best = v
+                    .systems
+                    .iter()
+                    .flat_map(|s| s.points.iter().map(move |p| (s, p)))
+                    .filter(|(_, p)| p.recall >= 0.95)
+                    .max_by(|a, b| a.1.qps.total_cmp(&b.1.qps))?;
+                Some(format!(
+                    "{} ({} ef {}): {} q/s = {:.2}× the scan",
+                    best.0.system,
+                    best.1.variant,
+                    best.1.ef,
+                    format_rate(best.1.qps),
+                    best.1.qps / qps.max(1e-9)
+                ))
+            });
+            row.push(bar.unwrap_or_else(|| "no index point reaches 0.95".into()));
+            row
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        title: "Exact scan of each query family's rows (recall 1.0 by construction; latency at concurrency 1, QPS at --connections)".into(),
+        header: vec![
+            "query family".into(),
+            "rows scanned".into(),
+            "recall".into(),
+            "p50".into(),
+            "p99".into(),
+            "QPS".into(),
+            "fastest index point at recall ≥ 0.95".into(),
+        ],
+        rows,
+        numeric: false,
+    })
 }
 
 /// `f32 · unfiltered · ef 64` → `f32 · unfiltered` (for cells that never got their extras).
@@ -282,10 +367,24 @@ fn ef_of_workload(workload: &str) -> Option<u64> {
     workload.rsplit_once(" · ef ")?.1.parse().ok()
 }
 
-/// One family's ef points: recall, p50, p99 and QPS per system.
+/// The systems with a cell in `family`, in report order.
+fn systems_in<'a>(report: &'a Report, family: &str) -> Vec<&'a common::results::SystemInfo> {
+    report
+        .systems
+        .iter()
+        .filter(|s| {
+            report.cells.iter().any(|c| {
+                c.system == s.name && family_of_workload(&c.workload).as_deref() == Some(family)
+            })
+        })
+        .collect()
+}
+
+/// One family's ef points: recall, p50, p99 and QPS per system that measured it.
 pub fn family_table(report: &Report, family: &str) -> Table {
+    let systems = systems_in(report, family);
     let mut header = vec!["ef".to_owned()];
-    for s in &report.systems {
+    for s in &systems {
         for what in ["recall", "p50", "p99", "QPS"] {
             header.push(format!("{} {what}", s.name));
         }
@@ -302,7 +401,7 @@ pub fn family_table(report: &Report, family: &str) -> Table {
         efs.iter()
             .map(|ef| {
                 let mut row = vec![ef.to_string()];
-                for s in &report.systems {
+                for s in &systems {
                     let cell = report.cells.iter().find(|c| {
                         c.system == s.name && c.workload == format!("{family} · ef {ef}")
                     });
@@ -329,6 +428,26 @@ fn point_figures(cell: Option<&Cell>) -> Vec<String> {
             format_latency_ns(p.p50_ns as u64),
             format_latency_ns(p.p99_ns as u64),
             format_rate(p.qps),
+        ],
+        _ => {
+            let mut out = vec![cell.status.as_str().to_owned()];
+            out.extend(std::iter::repeat_n("–".to_owned(), 3));
+            out
+        }
+    }
+}
+
+/// An exact-scan cell's recall, p50, p99 and QPS (it has no ef, so no curve point).
+fn exact_figures(cell: &Cell) -> Vec<String> {
+    match (cell.status, cell.usable_throughput(), cell.latency_ns) {
+        (Status::Ok, Some(t), Some(l)) => vec![
+            cell.extra
+                .get("recall")
+                .and_then(Value::as_f64)
+                .map_or("–".into(), |r| format!("{r:.4}")),
+            format_latency_ns(l.p50),
+            format_latency_ns(l.p99),
+            format_rate(t.median),
         ],
         _ => {
             let mut out = vec![cell.status.as_str().to_owned()];
@@ -521,6 +640,7 @@ fn tables(report: &Report) -> Vec<Table> {
         .map(|f| family_table(report, f))
         .collect();
     out.extend(matched_table(report));
+    out.extend(exact_table(report));
     out.extend(builds_table(report));
     out.extend(harness_table(report));
     out

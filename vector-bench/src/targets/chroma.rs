@@ -1,7 +1,15 @@
 //! Chroma over its HTTP API (v2), with `ureq` (one keep-alive connection per session): a
 //! collection with its HNSW parameters (space, max_neighbors = m, ef_construction, ef_search)
-//! set at creation and read back, ef changed per point through the collection's configuration,
-//! the category as metadata (Chroma indexes every metadata key) and the filter as `where`.
+//! set at creation and read back, the category as metadata (Chroma indexes every metadata key)
+//! and the filter as `where`.
+//!
+//! Chroma (1.5) stores a changed `ef_search` and reports it, but an HNSW index already loaded
+//! keeps the ef it was loaded with (hnswlib loads with its own default; chroma #2675, #2176):
+//! the answers do not change. So by default (`?ef=rebuild`) every ef point searches a
+//! collection created with that `ef_search` and filled with the same rows, which Chroma loads
+//! with it; `?ef=update` changes the existing collection's configuration instead (what a
+//! Chroma that applies it would need), and the sweep's check marks the curve invalid when its
+//! answers do not move.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,16 +24,20 @@ use common::results::Location;
 use serde_json::{Value, json};
 
 use super::{
-    BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions, host_of,
-    location_of_host,
+    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
+    host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{BlockingSearchSession, Searchers, Work};
+use crate::session::{BlockingSearchSession, BlockingSearchers, Pass, Searchers, Work};
+use common::pool::Pool;
+use common::window::{WindowOutcome, WindowPlan};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 const MARKER_KEY: &str = "created_by";
 const MARKER: &str = "fairbench";
+/// The ef_search of the collection `build` makes (the build's own).
+const BUILD_EF: usize = 64;
 
 /// An HTTP client of one Chroma server and database.
 #[derive(Clone)]
@@ -107,6 +119,9 @@ pub struct ChromaTarget {
     identity: Identity,
     http: Http,
     location: Location,
+    /// Set ef by creating a collection per ef (true), or by changing the configuration.
+    rebuild: bool,
+    batch: usize,
 }
 
 impl ChromaTarget {
@@ -117,7 +132,8 @@ impl ChromaTarget {
         if host.is_empty() {
             return Err(TargetError::Url {
                 url: spec.url_redacted(),
-                message: "write it as chroma://HOST:PORT[?tenant=T&database=D]".into(),
+                message: "write it as chroma://HOST:PORT[?tenant=T&database=D&ef=rebuild|update]"
+                    .into(),
             });
         }
         let param = |key: &str, default: &str| {
@@ -128,6 +144,18 @@ impl ChromaTarget {
                 .to_owned()
         };
         let identity = Identity::of(spec, "chroma");
+        let rebuild = match param("ef", "rebuild").as_str() {
+            "rebuild" => true,
+            "update" => false,
+            other => {
+                return Err(TargetError::Url {
+                    url: spec.url_redacted(),
+                    message: format!(
+                        "ef={other}: use ef=rebuild (a collection per ef, the default) or ef=update"
+                    ),
+                });
+            }
+        };
         let http = Http::new(
             &format!("http://{host}"),
             &param("tenant", "default_tenant"),
@@ -146,6 +174,8 @@ impl ChromaTarget {
             identity,
             http,
             location: location_of_host(host_of(host)),
+            rebuild,
+            batch: 1000,
         }))
     }
 
@@ -211,6 +241,71 @@ fn add_body(data: &Dataset, start: usize, end: usize) -> String {
     }
     body.push_str("]}");
     body
+}
+
+/// Creates collection `name` (marked as fairbench's) with the HNSW parameters of `spec` and
+/// `ef_search`, and adds every row in batches no larger than the server allows; returns its id
+/// and the batch size used. Blocking.
+fn fill(
+    http: &Http,
+    name: &str,
+    spec: &IndexSpec,
+    ef_search: usize,
+    data: &Dataset,
+    batch: usize,
+    done: &AtomicU64,
+) -> Result<(String, usize), String> {
+    let create = json!({
+        "name": name,
+        "metadata": { MARKER_KEY: MARKER },
+        "configuration": { "hnsw": {
+            "space": space(spec.metric),
+            "max_neighbors": spec.m,
+            "ef_construction": spec.ef_construction,
+            "ef_search": ef_search,
+        }},
+    })
+    .to_string();
+    let created = http.ok("POST", "/collections", Some(create.as_bytes()))?;
+    let id = created["id"]
+        .as_str()
+        .ok_or("creating the collection returned no id")?
+        .to_owned();
+    let limit = http.ok("GET", "/api/v2/pre-flight-checks", None)?["max_batch_size"]
+        .as_u64()
+        .map_or(batch, |m| m as usize);
+    let batch = batch.min(limit).max(1);
+    for start in (0..data.rows()).step_by(batch) {
+        let end = (start + batch).min(data.rows());
+        let body = add_body(data, start, end);
+        http.ok(
+            "POST",
+            &format!("/collections/{id}/add"),
+            Some(body.as_bytes()),
+        )?;
+        done.fetch_add((end - start) as u64, Ordering::Relaxed);
+    }
+    Ok((id, batch))
+}
+
+/// Deletes fairbench's collection `name` if it is there.
+fn delete(http: &Http, name: &str) -> Result<(), String> {
+    let (status, value) = http.call("DELETE", &format!("/collections/{name}"), None)?;
+    if (200..300).contains(&status)
+        || status == 404
+        || value.get("error").is_some_and(|e| e == "NotFoundError")
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "dropping collection {name}: HTTP {status}: {value}"
+        ))
+    }
+}
+
+/// The collection of one ef point in rebuild mode.
+fn ef_collection(spec: &IndexSpec, ef: usize) -> String {
+    format!("{}_ef{ef}", spec.collection())
 }
 
 impl VectorTarget for ChromaTarget {
@@ -284,42 +379,12 @@ impl VectorTarget for ChromaTarget {
                 self.blocking(move |http| http.ok("DELETE", &path, None))
                     .await?;
             }
-            let create = json!({
-                "name": name,
-                "metadata": { MARKER_KEY: MARKER },
-                "configuration": { "hnsw": {
-                    "space": space(spec.metric),
-                    "max_neighbors": spec.m,
-                    "ef_construction": spec.ef_construction,
-                    "ef_search": 64,
-                }},
-            })
-            .to_string();
-            let created = self
-                .blocking(move |http| http.ok("POST", "/collections", Some(create.as_bytes())))
-                .await?;
-            let id = created["id"]
-                .as_str()
-                .ok_or_else(|| {
-                    self.identity
-                        .query_error("creating the collection returned no id")
-                })?
-                .to_owned();
-            let limit: usize = self
-                .blocking(|http| http.ok("GET", "/api/v2/pre-flight-checks", None))
-                .await?["max_batch_size"]
-                .as_u64()
-                .map_or(batch, |m| m as usize);
-            let batch = batch.min(limit).max(1);
             let began = Instant::now();
-            for start in (0..data.rows()).step_by(batch) {
-                let end = (start + batch).min(data.rows());
-                let body = add_body(data, start, end);
-                let path = format!("/collections/{id}/add");
-                self.blocking(move |http| http.ok("POST", &path, Some(body.as_bytes())))
-                    .await?;
-                done.fetch_add((end - start) as u64, Ordering::Relaxed);
-            }
+            let (id, batch) = tokio::task::block_in_place(|| {
+                fill(&self.http, &name, spec, BUILD_EF, data, batch, done)
+            })
+            .map_err(|e| self.identity.query_error(e))?;
+            self.batch = batch;
             let insert_s = began.elapsed().as_secs_f64();
             let probe = json!({
                 "query_embeddings": [data.query(0)],
@@ -340,7 +405,12 @@ impl VectorTarget for ChromaTarget {
                 insert_s,
                 build_s: began.elapsed().as_secs_f64(),
                 method: format!(
-                    "add in batches of {batch}; the HNSW index is updated as rows arrive, and the first query answers after the last add"
+                    "add in batches of {batch}; the HNSW index is updated as rows arrive, and the first query answers after the last add{}",
+                    if self.rebuild {
+                        "; every ef point searches a collection of its own created with that ef_search (Chroma applies ef_search only when it loads an index)"
+                    } else {
+                        ""
+                    }
                 ),
                 index_bytes: None,
             })
@@ -382,7 +452,8 @@ impl VectorTarget for ChromaTarget {
         &'a mut self,
         spec: &'a IndexSpec,
         sessions: usize,
-    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        _mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
             let name = spec.collection();
             let collection = self.collection(&name).await?.ok_or_else(|| {
@@ -391,38 +462,54 @@ impl VectorTarget for ChromaTarget {
             })?;
             let id = collection["id"].as_str().unwrap_or_default().to_owned();
             let root = self.http.clone();
+            let update = !self.rebuild;
             let connect: Connector<ChromaSession> = Arc::new(move || {
                 let http = Http::new(&root.root, "", "");
-                let session = ChromaSession {
+                let mut session = ChromaSession {
                     http: Http {
                         base: root.base.clone(),
                         ..http
                     },
-                    query_path: format!("/collections/{id}/query"),
-                    config_path: format!("/collections/{id}"),
-                    name: name.clone(),
+                    query_path: String::new(),
+                    config_path: String::new(),
+                    name: String::new(),
+                    update,
                     bodies: Arc::new(Vec::new()),
                 };
+                session.point_at(&name, &id);
                 Box::pin(async move { Ok(session) })
             });
-            crate::session::open_blocking(sessions, connect).await
+            let pool = Pool::open(sessions, connect)
+                .await
+                .map_err(TargetError::Other)?;
+            let mut settings = BTreeMap::new();
+            settings.insert(
+                "ef_applied_by".into(),
+                if self.rebuild {
+                    "a collection per ef, created with that ef_search (?ef=rebuild)".into()
+                } else {
+                    "changing the collection's ef_search (?ef=update)".into()
+                },
+            );
+            let searchers = ChromaSearchers {
+                inner: BlockingSearchers { pool },
+                http: self.http.clone(),
+                spec: spec.clone(),
+                batch: self.batch,
+                current_ef: BUILD_EF,
+                current: None,
+                rebuild: self.rebuild,
+                notes: Vec::new(),
+            };
+            Ok((Box::new(searchers) as Box<dyn Searchers>, settings))
         })
     }
 
     fn drop_index<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             self.check(spec).await?;
-            let path = format!("/collections/{}", spec.collection());
-            let (status, value) = self
-                .blocking(move |http| http.call("DELETE", &path, None))
-                .await?;
-            if (200..300).contains(&status) || status == 404 {
-                Ok(())
-            } else {
-                Err(self
-                    .identity
-                    .query_error(format!("dropping the collection: HTTP {status}: {value}")))
-            }
+            let name = spec.collection();
+            self.blocking(move |http| delete(&http, &name)).await
         })
     }
 }
@@ -433,15 +520,28 @@ pub struct ChromaSession {
     query_path: String,
     config_path: String,
     name: String,
+    /// Change the collection's ef_search at each point (else the collection was made with it).
+    update: bool,
     bodies: Arc<Vec<Vec<u8>>>,
+}
+
+impl ChromaSession {
+    /// Searches collection `name` (id `id`) from now on.
+    fn point_at(&mut self, name: &str, id: &str) {
+        self.name = name.to_owned();
+        self.query_path = format!("/collections/{id}/query");
+        self.config_path = format!("/collections/{id}");
+    }
 }
 
 impl BlockingSearchSession for ChromaSession {
     fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
-        let update =
-            json!({ "new_configuration": { "hnsw": { "ef_search": work.ef } } }).to_string();
-        self.http
-            .ok("PUT", &self.config_path, Some(update.as_bytes()))?;
+        if self.update {
+            let update =
+                json!({ "new_configuration": { "hnsw": { "ef_search": work.ef } } }).to_string();
+            self.http
+                .ok("PUT", &self.config_path, Some(update.as_bytes()))?;
+        }
         let collection = self
             .http
             .ok("GET", &format!("/collections/{}", self.name), None)?;
@@ -486,5 +586,89 @@ impl BlockingSearchSession for ChromaSession {
             out.push(id);
         }
         Ok(())
+    }
+}
+
+/// Chroma's sessions, with the collection each ef point searches: in rebuild mode, one
+/// created with that ef_search and filled with every row before the point's clock starts.
+struct ChromaSearchers {
+    inner: BlockingSearchers<ChromaSession>,
+    http: Http,
+    spec: IndexSpec,
+    batch: usize,
+    current_ef: usize,
+    /// The per-ef collection searched now (`None`: the build's own).
+    current: Option<String>,
+    rebuild: bool,
+    notes: Vec<String>,
+}
+
+impl ChromaSearchers {
+    /// Creates and fills the collection of `ef`, drops the previous per-ef one, and points
+    /// every session at it.
+    fn rebuild_for(&mut self, work: &Work) -> Result<(), String> {
+        let name = ef_collection(&self.spec, work.ef);
+        let began = Instant::now();
+        delete(&self.http, &name)?;
+        let (id, _) = fill(
+            &self.http,
+            &name,
+            &self.spec,
+            work.ef,
+            &work.data,
+            self.batch,
+            &AtomicU64::new(0),
+        )?;
+        if let Some(previous) = self.current.replace(name.clone()) {
+            delete(&self.http, &previous)?;
+        }
+        for session in self.inner.pool.sessions_mut() {
+            session.point_at(&name, &id);
+        }
+        self.current_ef = work.ef;
+        self.notes.push(format!(
+            "ef {}: collection {name} created with ef_search = {} and filled in {:.1}s (Chroma applies ef_search when it loads an index, not to one already loaded)",
+            work.ef,
+            work.ef,
+            began.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+}
+
+impl Drop for ChromaSearchers {
+    fn drop(&mut self) {
+        // The per-ef collection goes with the sessions; the build's own is dropped by the target.
+        if let Some(name) = self.current.take() {
+            let _ = delete(&self.http, &name);
+        }
+    }
+}
+
+impl Searchers for ChromaSearchers {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            if self.rebuild && work.ef != self.current_ef {
+                tokio::task::block_in_place(|| self.rebuild_for(work))?;
+            }
+            self.inner.prepare(work).await
+        })
+    }
+
+    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
+        self.inner.pass(work)
+    }
+
+    fn window<'a>(
+        &'a mut self,
+        n: usize,
+        work: &'a Arc<Work>,
+        plan: &'a WindowPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        self.inner.window(n, work, plan)
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 }

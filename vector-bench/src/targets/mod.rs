@@ -3,8 +3,11 @@
 //! the sweep that calls it. Adding a system is adding a file here and one line in [`open`].
 
 pub mod chroma;
+pub mod exact;
 pub mod pgvector;
 pub mod qdrant;
+#[cfg(feature = "qdrant-edge")]
+pub mod qdrant_edge;
 pub mod usearch;
 
 use std::collections::BTreeMap;
@@ -21,6 +24,49 @@ use serde::Serialize;
 use crate::dataset::Dataset;
 use crate::index::{IndexSpec, Variant};
 use crate::session::Searchers;
+use crate::workloads::FilterMode;
+
+/// One way of searching a built index, measured as its own curve (a lane of the sweep, and a
+/// system of the report named `NAME+SUFFIX`): pgvector with `hnsw.iterative_scan`, Qdrant's
+/// quantized search with rescoring. Every target has its default mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mode {
+    /// Appended to the system's name; empty for the target's default.
+    pub suffix: String,
+    /// What the mode sets, in words, for the report.
+    pub description: String,
+    /// The variants it applies to; empty: every variant the target offers.
+    pub variants: Vec<Variant>,
+    /// It changes only filtered search (unfiltered answers would be the default's).
+    pub filtered_only: bool,
+}
+
+impl Mode {
+    /// Whether this mode measures `variant` × `filter`.
+    pub fn applies(&self, variant: Variant, filter: FilterMode) -> bool {
+        (self.variants.is_empty() || self.variants.contains(&variant))
+            && !(self.filtered_only && filter == FilterMode::None)
+    }
+
+    /// The lane's system name: `pgvector+relaxed_order`.
+    pub fn name(&self, base: &str) -> String {
+        if self.suffix.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}+{}", self.suffix)
+        }
+    }
+}
+
+/// Search sessions opened in one mode, with the settings read back from the first.
+pub type Opened = (Box<dyn Searchers>, BTreeMap<String, String>);
+
+/// What opening a target may need besides its URL.
+#[derive(Debug, Clone)]
+pub struct OpenContext {
+    /// The results folder: an embedded engine keeps its files here.
+    pub results_dir: PathBuf,
+}
 
 /// Refuses an existing collection of fairbench's whose dimension is not the dataset's.
 pub fn check_dimensions(
@@ -103,32 +149,72 @@ pub trait VectorTarget: Send {
         spec: &'a IndexSpec,
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>>;
 
-    /// Opens `sessions` search sessions on the built index, before any clock starts.
+    /// The ways of searching this target measures, its default first.
+    fn modes(&self) -> Vec<Mode> {
+        vec![Mode::default()]
+    }
+
+    /// Opens `sessions` search sessions on the built index in `mode`, before any clock starts,
+    /// and reads back what the mode set.
     fn searchers<'a>(
         &'a mut self,
         spec: &'a IndexSpec,
         sessions: usize,
-    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>>;
+        mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Opened, TargetError>>;
 
     /// Drops fairbench's own collection of `spec`.
     fn drop_index<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>>;
 }
 
+/// How every report labels the qdrant-edge target.
+pub const QDRANT_EDGE_LABEL: &str = concat!(
+    "Qdrant engine (qdrant-edge ",
+    env!("QDRANT_EDGE_VERSION"),
+    ", in process) — not the Qdrant server: no network, no gRPC"
+);
+
 /// Where the sweep runs when no target is named: the embedded usearch index.
 pub const DEFAULT_TARGET: &str = "usearch";
 
 /// Connects to the system `spec` names.
-pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+pub async fn open(
+    spec: &TargetSpec,
+    context: &OpenContext,
+) -> Result<Box<dyn VectorTarget>, TargetError> {
     match spec.scheme() {
         "usearch" => Ok(Box::new(usearch::UsearchTarget::open(spec))),
+        "qdrant-edge" => open_qdrant_edge(spec, context),
         "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec).await,
         "chroma" => chroma::ChromaTarget::open(spec).await,
         "qdrant" => qdrant::QdrantTarget::open(spec).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
-            "usearch, postgres://… (pgvector), chroma://HOST:PORT or qdrant://HOST:PORT (gRPC)",
+            "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT, weaviate://HOST:PORT or qdrant://HOST:PORT (gRPC)",
         )),
     }
+}
+
+#[cfg(feature = "qdrant-edge")]
+fn open_qdrant_edge(
+    spec: &TargetSpec,
+    context: &OpenContext,
+) -> Result<Box<dyn VectorTarget>, TargetError> {
+    Ok(Box::new(qdrant_edge::QdrantEdgeTarget::open(
+        spec,
+        &context.results_dir,
+    )?))
+}
+
+#[cfg(not(feature = "qdrant-edge"))]
+fn open_qdrant_edge(
+    spec: &TargetSpec,
+    _context: &OpenContext,
+) -> Result<Box<dyn VectorTarget>, TargetError> {
+    Err(TargetError::Url {
+        url: spec.url_redacted(),
+        message: "this vector-bench was built without the `qdrant-edge` feature (cargo build -p vector-bench --features qdrant-edge)".into(),
+    })
 }
 
 #[cfg(test)]
@@ -138,7 +224,10 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec).await.err().unwrap().to_string();
+        let context = OpenContext {
+            results_dir: std::env::temp_dir(),
+        };
+        let error = open(&spec, &context).await.err().unwrap().to_string();
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("chroma://"), "{error}");
     }

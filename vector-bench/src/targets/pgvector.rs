@@ -1,8 +1,11 @@
 //! PostgreSQL with pgvector, through tokio-postgres: rows loaded with COPY, then an HNSW index
 //! built with the same m/ef_construction (in memory: maintenance_work_mem is raised for the
 //! build, as pgvector recommends), a btree index on the category, `hnsw.ef_search` set per
-//! point on every session, and the filter as a WHERE clause. Vectors travel in pgvector's binary
-//! format. fairbench's tables live in a schema named after --namespace, marked as fairbench's.
+//! point on every session, and the filter as a WHERE clause. Besides the server's own settings,
+//! filtered search is measured with pgvector 0.8's iterative index scans (`relaxed_order` and
+//! `strict_order`, each its own lane), set per session after `LOAD 'vector'` and read back.
+//! Vectors travel in pgvector's binary format. fairbench's tables live in a schema named after
+//! --namespace, marked as fairbench's.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -21,14 +24,24 @@ use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Config, Statement};
 
-use super::{BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions};
+use super::{
+    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
+};
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{SearchSession, Searchers, Work};
+use crate::session::{SearchSession, Work};
 
 const MARKER: &str = "created by fairbench";
 /// Memory for the index build, so the graph is built in memory rather than on disk pages.
 const BUILD_MEMORY: &str = "2GB";
+/// pgvector's iterative scan settings, read back into every lane's report entry.
+const SCAN_SETTINGS: [&str; 3] = [
+    "hnsw.iterative_scan",
+    "hnsw.max_scan_tuples",
+    "hnsw.scan_mem_multiplier",
+];
+/// The iterative scan modes measured besides the server's own setting.
+const ITERATIVE: [&str; 2] = ["relaxed_order", "strict_order"];
 
 pub struct PgvectorTarget {
     identity: Identity,
@@ -467,23 +480,47 @@ impl VectorTarget for PgvectorTarget {
         })
     }
 
+    fn modes(&self) -> Vec<Mode> {
+        let mut modes = vec![Mode::default()];
+        modes.extend(ITERATIVE.iter().map(|order| Mode {
+            suffix: (*order).to_owned(),
+            description: format!(
+                "hnsw.iterative_scan = {order} (pgvector 0.8's iterative index scan: the index is scanned further until k rows pass the filter or hnsw.max_scan_tuples is reached)"
+            ),
+            variants: Vec::new(),
+            filtered_only: true,
+        }));
+        modes
+    }
+
     fn searchers<'a>(
         &'a mut self,
         spec: &'a IndexSpec,
         sessions: usize,
-    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
             let config = self.config.clone();
             let identity = self.identity.clone();
             let (plain, filtered) = (search_sql(spec, false), search_sql(spec, true));
             let binary = spec.variant == Variant::Binary;
+            let iterative = (!mode.suffix.is_empty()).then(|| mode.suffix.clone());
+            let readback = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+            let first = readback.clone();
             let connect: Connector<PgSession> = Arc::new(move || {
                 let (config, identity) = (config.clone(), identity.clone());
                 let (plain, filtered) = (plain.clone(), filtered.clone());
+                let (iterative, first) = (iterative.clone(), first.clone());
                 Box::pin(async move {
                     let client = connect(&config, &identity)
                         .await
                         .map_err(|e| e.to_string())?;
+                    let settings = scan_settings(&client, iterative.as_deref()).await?;
+                    if let Ok(mut first) = first.lock()
+                        && first.is_empty()
+                    {
+                        *first = settings;
+                    }
                     let prepare = |sql: String| {
                         let client = &client;
                         async move {
@@ -503,7 +540,9 @@ impl VectorTarget for PgvectorTarget {
                     })
                 })
             });
-            crate::session::open_async(sessions, connect).await
+            let searchers = crate::session::open_async(sessions, connect).await?;
+            let settings = readback.lock().map(|s| s.clone()).unwrap_or_default();
+            Ok((searchers, settings))
         })
     }
 
@@ -517,6 +556,44 @@ impl VectorTarget for PgvectorTarget {
             .await
         })
     }
+}
+
+/// Loads pgvector in the session (its `hnsw.*` settings exist only then: a value set before is
+/// an unchecked placeholder), sets the iterative scan when asked, and reads every scan setting
+/// back; a value that did not take is an error.
+async fn scan_settings(
+    client: &Client,
+    iterative: Option<&str>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut sql = String::from("LOAD 'vector';");
+    if let Some(order) = iterative {
+        sql.push_str(&format!(" SET hnsw.iterative_scan = {order};"));
+    }
+    client.batch_execute(&sql).await.map_err(|e| message(&e))?;
+    let mut out = BTreeMap::new();
+    for name in SCAN_SETTINGS {
+        let rows = client
+            .simple_query(&format!("SHOW {name}"))
+            .await
+            .map_err(|e| message(&e))?;
+        let value = rows
+            .into_iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .unwrap_or_default();
+        out.insert(name.to_owned(), value);
+    }
+    if let Some(order) = iterative
+        && out.get("hnsw.iterative_scan").map(String::as_str) != Some(order)
+    {
+        return Err(format!(
+            "SET hnsw.iterative_scan = {order} did not take: the session reports {:?}",
+            out.get("hnsw.iterative_scan")
+        ));
+    }
+    Ok(out)
 }
 
 /// One connection with its statements prepared.

@@ -26,12 +26,12 @@ use qdrant_client::qdrant::{
 };
 
 use super::{
-    BuildReport, Description, Identity, TargetError, VectorTarget, check_dimensions, host_of,
-    location_of_host,
+    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
+    host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{SearchSession, Searchers, Work};
+use crate::session::{SearchSession, Work};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a build may wait for Qdrant's optimizer to index every vector.
@@ -320,7 +320,8 @@ impl VectorTarget for QdrantTarget {
         &'a mut self,
         spec: &'a IndexSpec,
         sessions: usize,
-    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        _mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
             let url = self.url.clone();
             let name = spec.collection();
@@ -338,7 +339,8 @@ impl VectorTarget for QdrantTarget {
                     })
                 })
             });
-            crate::session::open_async(sessions, connect).await
+            let searchers = crate::session::open_async(sessions, connect).await?;
+            Ok((searchers, BTreeMap::new()))
         })
     }
 

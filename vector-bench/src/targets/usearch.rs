@@ -13,10 +13,10 @@ use common::pool::{BoxFuture, Connector};
 use common::results::Location;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind, b1x8};
 
-use super::{BuildReport, Description, Identity, TargetError, VectorTarget};
+use super::{BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget};
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{BlockingSearchSession, Searchers, Work};
+use crate::session::{BlockingSearchSession, Work};
 
 /// Search contexts reserved in the index: searches beyond this many at once would wait.
 const SEARCH_CONTEXTS: usize = 256;
@@ -200,7 +200,8 @@ impl VectorTarget for UsearchTarget {
         &'a mut self,
         _spec: &'a IndexSpec,
         sessions: usize,
-    ) -> BoxFuture<'a, Result<Box<dyn Searchers>, TargetError>> {
+        _mode: &'a Mode,
+    ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
             let (Some(index), Some(categories)) = (self.index.clone(), self.categories.clone())
             else {
@@ -215,7 +216,8 @@ impl VectorTarget for UsearchTarget {
                 };
                 Box::pin(async move { Ok(session) })
             });
-            crate::session::open_blocking(sessions, connect).await
+            let searchers = crate::session::open_blocking(sessions, connect).await?;
+            Ok((searchers, BTreeMap::new()))
         })
     }
 

@@ -30,9 +30,12 @@ pub struct TruthInfo {
     pub seconds: f64,
     /// Query × row distance evaluations per second, when computed.
     pub distances_per_s: Option<f64>,
-    /// When the file shipped ground truth and it was also computed: the tie-aware recall of the
-    /// file's lists against the exact truth (1.0 = they agree).
+    /// When the file shipped ground truth and it was checked or also computed: the tie-aware
+    /// recall of the file's lists against the exact truth (1.0 = they agree).
     pub file_agreement: Option<f64>,
+    /// How many of the file's lists that agreement was measured on (a sample, unless the whole
+    /// truth was computed).
+    pub file_checked_queries: Option<usize>,
     /// A warning about the cache (it could not be written, or was damaged and replaced).
     pub cache_note: Option<String>,
     #[serde(skip)]
@@ -52,9 +55,15 @@ impl TruthInfo {
             "file" => "from the data file".to_owned(),
             _ => "from the cache".to_owned(),
         };
-        let agreement = self.file_agreement.map_or(String::new(), |a| {
-            format!(" · the file's lists agree at recall {a:.4}")
-        });
+        let agreement = match (self.file_agreement, self.file_checked_queries) {
+            (Some(a), Some(n)) => {
+                format!(
+                    " · the file's lists agree with the exact search at recall {a:.4} on {n} queries"
+                )
+            }
+            (Some(a), None) => format!(" · the file's lists agree at recall {a:.4}"),
+            _ => String::new(),
+        };
         format!(
             "ground truth ({}): {} queries × {} rows, {how}{agreement}",
             self.filter.label(),
@@ -64,30 +73,73 @@ impl TruthInfo {
     }
 }
 
-/// The truth of every family, in `filters` order. `force` computes even when a cache or the
-/// file has it (for timing, and to check the file's lists).
-pub fn truths(
-    data: &Dataset,
-    k: usize,
-    filters: &[FilterMode],
-    cache_dir: &std::path::Path,
-    force: bool,
-    quiet: bool,
-) -> Vec<TruthInfo> {
+/// Every family's truth at every k of the run: computed once at the largest, truncated for
+/// the others.
+#[derive(Debug, Clone)]
+pub struct Truths {
+    pub infos: Vec<TruthInfo>,
+    at: Vec<(FilterMode, usize, Arc<Truth>)>,
+}
+
+impl Truths {
+    pub fn new(data: &Dataset, infos: Vec<TruthInfo>, ks: &[usize]) -> Truths {
+        let mut at = Vec::new();
+        for info in &infos {
+            for k in ks {
+                at.push((info.filter, *k, Arc::new(info.truth.truncated(data, *k))));
+            }
+        }
+        Truths { infos, at }
+    }
+
+    /// The query families, in measuring order.
+    pub fn filters(&self) -> Vec<FilterMode> {
+        self.infos.iter().map(|i| i.filter).collect()
+    }
+
+    /// The truth of `filter` at `k` (one of the run's ks).
+    pub fn at(&self, filter: FilterMode, k: usize) -> Arc<Truth> {
+        self.at
+            .iter()
+            .find(|(f, kk, _)| *f == filter && *kk == k)
+            .map(|(_, _, t)| t.clone())
+            .expect("a truth for every family and k of the run")
+    }
+}
+
+/// Queries of a file's neighbour lists checked against the exact search.
+pub const FILE_CHECK_QUERIES: usize = 50;
+/// Below this agreement on the sample, a file's lists are replaced by the exact truth.
+pub const FILE_AGREEMENT_FLOOR: f64 = 0.99;
+
+/// How the ground truth is settled.
+#[derive(Debug, Clone, Copy)]
+pub struct TruthPlan<'a> {
+    pub k: usize,
+    pub cache_dir: &'a std::path::Path,
+    /// Compute even when a cache or the file has it (for timing, and to check the file).
+    pub force: bool,
+    /// Check a file's neighbour lists on a sample of queries before using them.
+    pub check_file: bool,
+    pub quiet: bool,
+}
+
+/// The truth of every family, in `filters` order.
+pub fn truths(data: &Dataset, filters: &[FilterMode], plan: TruthPlan<'_>) -> Vec<TruthInfo> {
     filters
         .iter()
-        .map(|filter| one(data, k, *filter, cache_dir, force, quiet))
+        .map(|filter| one(data, *filter, plan))
         .collect()
 }
 
-fn one(
-    data: &Dataset,
-    k: usize,
-    filter: FilterMode,
-    cache_dir: &std::path::Path,
-    force: bool,
-    quiet: bool,
-) -> TruthInfo {
+fn one(data: &Dataset, filter: FilterMode, plan: TruthPlan<'_>) -> TruthInfo {
+    let TruthPlan {
+        k,
+        cache_dir,
+        force,
+        check_file,
+        quiet,
+    } = plan;
     let category = filter.category();
     let rows = category.map_or(data.rows(), |c| data.category_size(c));
     let path = truth::cache_path(data, k, category, cache_dir);
@@ -100,6 +152,7 @@ fn one(
         seconds: 0.0,
         distances_per_s: None,
         file_agreement: None,
+        file_checked_queries: None,
         cache_note: None,
         truth: Arc::new(Truth {
             k,
@@ -112,11 +165,31 @@ fn one(
         .then(|| truth::from_file(data, k))
         .flatten();
     if !force {
-        if let Some(file_truth) = from_file {
-            info.source = "file".into();
-            info.path = None;
-            info.truth = Arc::new(file_truth);
-            return info;
+        if let Some(file_truth) = &from_file {
+            let checked = check_file.then(|| sample_agreement(data, file_truth));
+            if let Some((agreement, queries)) = checked {
+                info.file_agreement = Some(agreement);
+                info.file_checked_queries = Some(queries);
+            }
+            match checked {
+                Some((agreement, queries)) if agreement < FILE_AGREEMENT_FLOOR => {
+                    info.cache_note = Some(format!(
+                        "the file's neighbour lists agree with the exact search at recall {agreement:.4} on {queries} queries (below {FILE_AGREEMENT_FLOOR}): the exact ground truth is used instead"
+                    ));
+                }
+                _ => {
+                    if checked.is_none() {
+                        info.cache_note = Some(
+                            "the file's neighbour lists are trusted unchecked (--trust-truth-file)"
+                                .into(),
+                        );
+                    }
+                    info.source = "file".into();
+                    info.path = None;
+                    info.truth = Arc::new(file_truth.clone());
+                    return info;
+                }
+            }
         }
         match std::fs::read(&path) {
             Ok(bytes) => match truth::decode(&bytes, &data.checksum, k, data.query_count()) {
@@ -140,8 +213,10 @@ fn one(
     info.seconds = began.elapsed().as_secs_f64();
     info.distances_per_s = Some(rows as f64 * data.query_count() as f64 / info.seconds.max(1e-9));
     info.source = "computed".into();
-    if let Some(file_truth) = from_file {
-        info.file_agreement = Some(agreement(data, &computed, &file_truth));
+    if let Some(file_truth) = &from_file
+        && info.file_checked_queries.is_none()
+    {
+        info.file_agreement = Some(agreement(data, &computed, file_truth));
     }
     if let Err(e) = write_cache(&path, &truth::encode(&computed, &data.checksum)) {
         info.cache_note = Some(format!("cannot cache it at {}: {e}", path.display()));
@@ -194,6 +269,30 @@ fn agreement(data: &Dataset, exact: &Truth, file: &Truth) -> f64 {
         total.add(&recall::score(data, exact, q, None, &answer));
     }
     total.recall().unwrap_or(0.0)
+}
+
+/// The tie-aware recall of the file's lists against the exact search on an evenly spread
+/// sample of the queries, and the sample's size.
+fn sample_agreement(data: &Dataset, file: &Truth) -> (f64, usize) {
+    let queries = data.query_count();
+    let n = queries.min(FILE_CHECK_QUERIES);
+    let sample: Vec<usize> = (0..n).map(|i| i * queries / n.max(1)).collect();
+    let exact = truth::exact_sample(data, file.k, &sample);
+    let (mut hits, mut expected) = (0usize, 0usize);
+    for (i, q) in sample.iter().enumerate() {
+        let slack = 1e-6 * exact.kth[i].abs().max(1.0);
+        expected += exact.ids[i].len();
+        hits += file.ids[*q]
+            .iter()
+            .take(file.k)
+            .filter(|id| {
+                exact.ids[i].contains(id)
+                    || truth::distance(data.metric, data.query(*q), data.row(**id as usize))
+                        <= exact.kth[i] + slack
+            })
+            .count();
+    }
+    (hits as f64 / expected.max(1) as f64, n)
 }
 
 fn write_cache(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -3,6 +3,7 @@
 //! interleaved rounds. A workload never names a concrete system and sees a system only through
 //! [`crate::session::Searchers`].
 
+pub mod baseline;
 pub mod groundtruth;
 pub mod point;
 pub mod sweep;
@@ -48,21 +49,42 @@ impl FilterMode {
     }
 }
 
-/// One curve of the sweep: a variant and a query family, measured at every ef.
+/// One curve of the sweep: a variant and a query family at one k, measured at every ef.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Family {
     pub variant: Variant,
     pub filter: FilterMode,
+    pub k: usize,
 }
 
 impl Family {
-    /// `f32 · unfiltered`.
+    /// `f32 · unfiltered · k 10`.
     pub fn label(&self) -> String {
-        format!("{} · {}", self.variant.as_str(), self.filter.label())
+        format!(
+            "{} · {} · k {}",
+            self.variant.as_str(),
+            self.filter.label(),
+            self.k
+        )
     }
 
-    /// The cell workload name of one ef point: `f32 · filter 10% · ef 64`.
+    /// The cell workload name of one ef point: `f32 · filter 10% · k 10 · ef 64`.
     pub fn workload(&self, ef: u64) -> String {
         format!("{} · ef {ef}", self.label())
     }
+
+    /// The query family alone, across variants: `filter 10% · k 10` (a Pareto view's key).
+    pub fn query_label(&self) -> String {
+        query_label(self.filter, self.k)
+    }
+}
+
+/// `filter 10% · k 10`.
+pub fn query_label(filter: FilterMode, k: usize) -> String {
+    format!("{} · k {k}", filter.label())
+}
+
+/// The workload name of the exact scan of a query family: `exact scan · filter 1% · k 10`.
+pub fn exact_workload(filter: FilterMode, k: usize) -> String {
+    format!("exact scan · {}", query_label(filter, k))
 }

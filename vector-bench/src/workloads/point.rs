@@ -1,9 +1,11 @@
-//! One ef point of one curve on one system, as a cell: per round, a pass over every query at
+//! One point of one curve on one system, as a cell: per round, a pass over every query at
 //! concurrency 1 (latency, and the answers scored against ground truth) and a QPS window at
-//! --connections; warm-up rounds discarded, rounds pooled.
+//! --connections; warm-up rounds discarded, rounds pooled. The exact scan's points are built
+//! the same way, without an ef.
 
 use std::time::Duration;
 
+use common::data::Checksum;
 use common::protocol::{CellBuilder, Round};
 use common::recorder::{encode_histogram, percentiles};
 use common::results::{Cell, Status};
@@ -11,54 +13,85 @@ use hdrhistogram::Histogram;
 use serde_json::json;
 
 use crate::dataset::Dataset;
+use crate::index::Variant;
 use crate::recall::{self, Score};
 use crate::session::Pass;
 use crate::truth::Truth;
 
-use super::Family;
+use super::{Family, FilterMode, exact_workload};
+
+/// What one point measures: its cell's name and the figures that place it on a curve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointKey {
+    pub workload: String,
+    pub family: String,
+    pub variant: Variant,
+    pub filter: FilterMode,
+    pub k: usize,
+    /// `None` for the exact scan, which has no search breadth.
+    pub ef: Option<u64>,
+}
+
+impl PointKey {
+    pub fn of(family: Family, ef: u64) -> PointKey {
+        PointKey {
+            workload: family.workload(ef),
+            family: family.label(),
+            variant: family.variant,
+            filter: family.filter,
+            k: family.k,
+            ef: Some(ef),
+        }
+    }
+
+    /// The exact scan of a query family's rows (full-precision vectors).
+    pub fn exact(filter: FilterMode, k: usize) -> PointKey {
+        let workload = exact_workload(filter, k);
+        PointKey {
+            family: workload.clone(),
+            workload,
+            variant: Variant::F32,
+            filter,
+            k,
+            ef: None,
+        }
+    }
+}
 
 /// Accumulates the rounds of one point into its cell.
 #[derive(Debug)]
 pub struct PointBuilder {
     cell: CellBuilder,
-    family: Family,
-    ef: u64,
-    k: usize,
+    key: PointKey,
     /// Latency at concurrency 1, pooled over measured passes.
     c1: Option<Histogram<u64>>,
     score: Score,
     recall_rounds: Vec<f64>,
     harness_ns_per_query: Vec<f64>,
     ef_reported: Option<String>,
+    /// A digest of every answer of the last scored pass: equal digests at two ef points mean
+    /// the system answered exactly the same.
+    answers_digest: Option<String>,
 }
 
 impl PointBuilder {
     pub fn new(
-        family: Family,
-        ef: u64,
+        key: PointKey,
         system: &str,
-        k: usize,
         connections: u32,
         rounds: u32,
         ceiling: Duration,
     ) -> PointBuilder {
-        let cell = Cell::new(
-            &family.workload(ef),
-            system,
-            "queries/s",
-            connections,
-            rounds,
-        );
+        let cell = Cell::new(&key.workload, system, "queries/s", connections, rounds);
         PointBuilder {
             cell: CellBuilder::new(cell, ceiling),
-            family,
-            ef,
-            k,
+            key,
             c1: None,
             score: Score::default(),
             recall_rounds: Vec::new(),
             harness_ns_per_query: Vec::new(),
             ef_reported: None,
+            answers_digest: None,
         }
     }
 
@@ -70,13 +103,28 @@ impl PointBuilder {
         self.cell.mark(status, reason);
     }
 
+    pub fn key(&self) -> &PointKey {
+        &self.key
+    }
+
+    pub fn answers_digest(&self) -> Option<&str> {
+        self.answers_digest.as_deref()
+    }
+
+    /// The recall over every measured pass so far.
+    pub fn recall(&self) -> Option<f64> {
+        self.score.recall()
+    }
+
     /// Records the search breadth the system reports after it was set; a system that does not
     /// run at the asked-for ef is not measuring this point.
     pub fn ef_reported(&mut self, reported: String) {
-        if reported != self.ef.to_string() {
+        if let Some(ef) = self.key.ef
+            && reported != ef.to_string()
+        {
             self.cell.mark(
                 Status::Invalid,
-                format!("asked for ef {}, the system reports {reported}", self.ef),
+                format!("asked for ef {ef}, the system reports {reported}"),
             );
         }
         self.ef_reported = Some(reported);
@@ -101,15 +149,21 @@ impl PointBuilder {
             );
         }
         let mut score = Score::default();
+        let mut digest = Checksum::default();
         for (q, answer) in pass.answers.iter().enumerate() {
             score.add(&recall::score(
                 data,
                 truth,
                 q,
-                self.family.filter.category(),
+                self.key.filter.category(),
                 answer,
             ));
+            digest.update(&(answer.len() as u64).to_le_bytes());
+            answer
+                .iter()
+                .for_each(|id| digest.update(&id.to_le_bytes()));
         }
+        self.answers_digest = Some(digest.hex());
         if let Some(defect) = score.defect() {
             self.cell
                 .mark(Status::Invalid, format!("{label}: wrong answers: {defect}"));
@@ -146,11 +200,12 @@ impl PointBuilder {
         cell.latency_ns = self.c1.as_ref().and_then(percentiles);
         cell.histogram_b64 = self.c1.as_ref().map(encode_histogram);
         let extra = &mut cell.extra;
-        extra.insert("variant".into(), json!(self.family.variant));
-        extra.insert("filter".into(), json!(self.family.filter));
-        extra.insert("family".into(), json!(self.family.label()));
-        extra.insert("ef".into(), json!(self.ef));
-        extra.insert("k".into(), json!(self.k));
+        let key = &self.key;
+        extra.insert("variant".into(), json!(key.variant));
+        extra.insert("filter".into(), json!(key.filter));
+        extra.insert("family".into(), json!(key.family));
+        extra.insert("ef".into(), json!(key.ef));
+        extra.insert("k".into(), json!(key.k));
         extra.insert("recall".into(), json!(self.score.recall()));
         extra.insert("recall_rounds".into(), json!(self.recall_rounds));
         extra.insert("score".into(), json!(self.score));
@@ -165,6 +220,7 @@ impl PointBuilder {
             json!(median(&self.harness_ns_per_query)),
         );
         extra.insert("ef_reported".into(), json!(self.ef_reported));
+        extra.insert("answers_digest".into(), json!(self.answers_digest));
         cell
     }
 }

@@ -1,27 +1,40 @@
-//! The sweep of one index variant: every (filter, ef) point measured on every system whose
-//! index is open, warm-ups discarded and measured rounds interleaved in alternating order
-//! (common's schedule), each round a latency pass and a QPS window, each point's cell written
-//! the moment a window ends. It sees a system only as a name and its [`Searchers`].
+//! The sweep of one index variant: every (ef, k, filter) point measured on every lane whose
+//! index is open and whose mode applies, warm-ups discarded and measured rounds interleaved in
+//! alternating order (common's schedule), each round a latency pass and a QPS window, each
+//! point's cell written the moment a window ends. Points go ef by ef, so an engine that can
+//! only set ef when it loads an index rebuilds it once per ef. Afterwards, a curve whose
+//! answers did not change at all across its ef points, below full recall, is invalid: the
+//! search breadth never reached the index. It sees a system only as a name, a mode and its
+//! [`Searchers`].
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::human::{format_latency_ns, format_rate};
 use common::options::CommonOpts;
 use common::protocol::{Step, schedule};
-use common::results::Status;
+use common::results::{Report, Status};
 use common::run::Recording;
 use common::window::{WindowOutcome, WindowPlan};
+use serde_json::Value;
 
 use super::Family;
-use super::groundtruth::TruthInfo;
-use super::point::{PointBuilder, round_label};
+use super::groundtruth::Truths;
+use super::point::{PointBuilder, PointKey, round_label};
 use crate::dataset::Dataset;
 use crate::index::Variant;
 use crate::session::{Searchers, Work};
+use crate::targets::Mode;
+use crate::truth::Truth;
 
-/// One system as the sweep sees it: its name and, while its index is open, its sessions.
+/// A recall at or above this leaves an index nothing to gain from a wider search.
+const FULL_RECALL: f64 = 0.999;
+
+/// One lane as the sweep sees it: its name, its mode and, while its index is open, its
+/// sessions.
 pub struct Lane<'a> {
     pub name: &'a str,
+    pub mode: &'a Mode,
     pub searchers: &'a mut Option<Box<dyn Searchers>>,
 }
 
@@ -29,154 +42,254 @@ pub struct Lane<'a> {
 pub struct Sweep<'a> {
     pub common: &'a CommonOpts,
     pub data: &'a Arc<Dataset>,
-    /// The query families, each with its ground truth, in measuring order.
-    pub truths: &'a [TruthInfo],
+    /// The query families' ground truth at every k.
+    pub truths: &'a Truths,
     pub efs: &'a [u64],
-    pub k: usize,
+    pub ks: &'a [usize],
     pub window: &'a WindowPlan,
 }
 
-/// One point of a variant's sweep.
-struct Point<'a> {
-    family: Family,
-    truth: &'a TruthInfo,
-    work: Arc<Work>,
+/// One point: what it measures, its truth and its work.
+pub struct Point {
+    pub key: PointKey,
+    pub truth: Arc<Truth>,
+    pub work: Arc<Work>,
+}
+
+impl Point {
+    pub fn new(key: PointKey, truth: Arc<Truth>, data: &Arc<Dataset>) -> Point {
+        let work = Arc::new(Work {
+            data: data.clone(),
+            k: key.k,
+            ef: key.ef.map_or(key.k, |ef| ef as usize),
+            category: key.filter.category(),
+        });
+        Point { key, truth, work }
+    }
 }
 
 impl Sweep<'_> {
-    /// The points of `variant`: each query family, each at every ef.
-    fn points(&self, variant: Variant) -> Vec<Point<'_>> {
+    /// The points of `variant`, ef by ef; at each ef every k it can serve, each query family.
+    fn points(&self, variant: Variant) -> Vec<Point> {
         let mut points = Vec::new();
-        for truth in self.truths {
-            let family = Family {
-                variant,
-                filter: truth.filter,
-            };
-            for ef in self.efs {
-                let work = Arc::new(Work {
-                    data: self.data.clone(),
-                    k: self.k,
-                    ef: *ef as usize,
-                    category: family.filter.category(),
-                });
-                points.push(Point {
-                    family,
-                    truth,
-                    work,
-                });
+        for ef in self.efs {
+            for k in self.ks.iter().filter(|k| **k as u64 <= *ef) {
+                for filter in self.truths.filters() {
+                    let family = Family {
+                        variant,
+                        filter,
+                        k: *k,
+                    };
+                    let truth = self.truths.at(filter, *k);
+                    points.push(Point::new(PointKey::of(family, *ef), truth, self.data));
+                }
             }
         }
         points
     }
 
-    /// Measures every point of `variant` on every lane with open sessions. Returns early,
-    /// with what was measured recorded, when the run is interrupted.
+    /// Measures every point of `variant` on every lane with open sessions, then checks that
+    /// each curve's ef took effect. Returns early, with what was measured recorded, when the
+    /// run is interrupted.
     pub async fn measure(
         &self,
         variant: Variant,
         lanes: &mut [Lane<'_>],
         run: &mut Recording,
     ) -> anyhow::Result<()> {
-        let common = self.common;
         let points = self.points(variant);
-        let mut builders: Vec<Option<PointBuilder>> = Vec::new();
-        let mut current = None;
-        for step in schedule(points.len(), lanes.len(), common.warmup, common.rounds) {
-            if run.interrupted() {
-                break;
-            }
-            let point = &points[step.workload];
-            if current != Some(step.workload) {
-                current = Some(step.workload);
-                builders = self.prepare(point, lanes, run).await;
-            }
-            let lane = &mut lanes[step.system];
-            let (Some(builder), Some(searchers)) = (
-                builders[step.system].as_mut(),
-                lane.searchers.as_deref_mut(),
-            ) else {
-                continue;
-            };
-            if !builder.is_live() {
-                continue;
-            }
-            self.one_round(step, point, lane.name, searchers, builder, run)
-                .await;
-            run.record(builder.to_cell())?;
+        measure_points(self.common, self.window, &points, lanes, run).await?;
+        if variant == Variant::F32 {
+            check_ef_took_effect(&mut run.report, variant);
         }
+        run.save()?;
         Ok(())
     }
+}
 
-    /// Makes every open system ready for `point` (its ef set and read back) and starts its
-    /// cell.
-    async fn prepare(
-        &self,
-        point: &Point<'_>,
-        lanes: &mut [Lane<'_>],
-        run: &mut Recording,
-    ) -> Vec<Option<PointBuilder>> {
-        let common = self.common;
-        let ef = point.work.ef as u64;
-        let mut builders = Vec::with_capacity(lanes.len());
-        for lane in lanes.iter_mut() {
-            let Some(searchers) = lane.searchers.as_deref_mut() else {
-                builders.push(None);
-                continue;
-            };
-            let mut builder = PointBuilder::new(
-                point.family,
-                ef,
-                lane.name,
-                self.k,
-                common.connections,
-                common.rounds,
-                common.ceiling,
-            );
-            match searchers.prepare(&point.work).await {
-                Ok(reported) => builder.ef_reported(reported),
-                Err(e) => builder.mark(Status::Error, format!("setting ef {ef} failed: {e}")),
-            }
-            run.report.upsert_cell(builder.to_cell());
-            builders.push(Some(builder));
+/// Measures `points` on `lanes` in interleaved rounds.
+pub async fn measure_points(
+    common: &CommonOpts,
+    window: &WindowPlan,
+    points: &[Point],
+    lanes: &mut [Lane<'_>],
+    run: &mut Recording,
+) -> anyhow::Result<()> {
+    let mut builders: Vec<Option<PointBuilder>> = Vec::new();
+    let mut current = None;
+    for step in schedule(points.len(), lanes.len(), common.warmup, common.rounds) {
+        if run.interrupted() {
+            break;
         }
-        builders
+        let point = &points[step.workload];
+        if current != Some(step.workload) {
+            current = Some(step.workload);
+            builders = prepare(common, point, lanes, run).await;
+        }
+        let lane = &mut lanes[step.system];
+        let (Some(builder), Some(searchers)) = (
+            builders[step.system].as_mut(),
+            lane.searchers.as_deref_mut(),
+        ) else {
+            continue;
+        };
+        if !builder.is_live() {
+            continue;
+        }
+        one_round(
+            common, window, step, point, lane.name, searchers, builder, run,
+        )
+        .await;
+        run.record(builder.to_cell())?;
     }
+    Ok(())
+}
 
-    /// One round of one system at one point: the latency pass (answers scored), then the QPS
-    /// window.
-    async fn one_round(
-        &self,
-        step: Step,
-        point: &Point<'_>,
-        system: &str,
-        searchers: &mut dyn Searchers,
-        builder: &mut PointBuilder,
-        run: &Recording,
-    ) {
-        let common = self.common;
-        let (round, work) = (step.round, &point.work);
-        let label = format!(
-            "{} · {system} · {}",
-            point.family.workload(work.ef as u64),
-            round.label(common.warmup, common.rounds)
-        );
-        match searchers.pass(work).await {
-            Ok(pass) => builder.add_pass(round, &pass, &work.data, &point.truth.truth),
-            Err(e) => builder.mark(Status::Error, format!("{}: {e}", round_label(round))),
+/// Makes every open lane whose mode applies ready for `point` (its ef set and read back) and
+/// starts its cell.
+async fn prepare(
+    common: &CommonOpts,
+    point: &Point,
+    lanes: &mut [Lane<'_>],
+    run: &mut Recording,
+) -> Vec<Option<PointBuilder>> {
+    let mut builders = Vec::with_capacity(lanes.len());
+    for lane in lanes.iter_mut() {
+        let Some(searchers) = lane.searchers.as_deref_mut() else {
+            builders.push(None);
+            continue;
+        };
+        if !lane.mode.applies(point.key.variant, point.key.filter) {
+            builders.push(None);
+            continue;
         }
-        run.progress().window(label.clone(), common.duration);
-        match searchers
-            .window(common.connections as usize, work, self.window)
-            .await
+        let mut builder = PointBuilder::new(
+            point.key.clone(),
+            lane.name,
+            common.connections,
+            common.rounds,
+            common.ceiling,
+        );
+        match searchers.prepare(&point.work).await {
+            Ok(reported) => builder.ef_reported(reported),
+            Err(e) => builder.mark(
+                Status::Error,
+                format!("preparing {} failed: {e}", point.key.workload),
+            ),
+        }
+        for note in searchers.take_notes() {
+            run.progress().line(format!("{}: {note}", lane.name));
+            run.report.notes.push(format!("{}: {note}", lane.name));
+        }
+        run.report.upsert_cell(builder.to_cell());
+        builders.push(Some(builder));
+    }
+    builders
+}
+
+/// One round of one lane at one point: the latency pass (answers scored), then the QPS
+/// window.
+#[allow(clippy::too_many_arguments)]
+async fn one_round(
+    common: &CommonOpts,
+    window: &WindowPlan,
+    step: Step,
+    point: &Point,
+    system: &str,
+    searchers: &mut dyn Searchers,
+    builder: &mut PointBuilder,
+    run: &Recording,
+) {
+    let (round, work) = (step.round, &point.work);
+    let label = format!(
+        "{} · {system} · {}",
+        point.key.workload,
+        round.label(common.warmup, common.rounds)
+    );
+    match searchers.pass(work).await {
+        Ok(pass) => builder.add_pass(round, &pass, &work.data, &point.truth),
+        Err(e) => builder.mark(Status::Error, format!("{}: {e}", round_label(round))),
+    }
+    run.progress().window(label.clone(), common.duration);
+    match searchers
+        .window(common.connections as usize, work, window)
+        .await
+    {
+        Ok(outcome) => {
+            builder.add_window(round, &outcome);
+            run.progress().line(window_line(&label, &outcome, builder));
+        }
+        Err(e) => {
+            builder.mark(Status::Error, format!("{}: {e}", round_label(round)));
+            run.progress().line(format!("{label}: {e}"));
+        }
+    }
+}
+
+/// Marks invalid every curve of `variant` on a system whose answers were identical at every
+/// ef point in every query family at one k, while some stayed below full recall: a wider
+/// search that changes nothing anywhere did not run (the engine stored the new ef but searched
+/// with the old one). Evidence: the digest of every answer, equal at each ef, and the recall,
+/// equal too. Another family whose answers move shows the ef did reach the index (a filtered
+/// search may legitimately not depend on it). Only for full-precision indexes: a quantized
+/// index searched exhaustively gives the same answers at every ef and still misses some true
+/// neighbours, by quantization.
+pub fn check_ef_took_effect(report: &mut Report, variant: Variant) {
+    // (system, k) → family → cell indexes.
+    type Families = BTreeMap<String, Vec<usize>>;
+    let mut groups: BTreeMap<(String, u64), Families> = BTreeMap::new();
+    for (i, cell) in report.cells.iter().enumerate() {
+        let extra = &cell.extra;
+        if cell.status != Status::Ok
+            || extra.get("variant").and_then(Value::as_str) != Some(variant.as_str())
+            || extra.get("ef").and_then(Value::as_u64).is_none()
         {
-            Ok(outcome) => {
-                builder.add_window(round, &outcome);
-                run.progress().line(window_line(&label, &outcome, builder));
-            }
-            Err(e) => {
-                builder.mark(Status::Error, format!("{}: {e}", round_label(round)));
-                run.progress().line(format!("{label}: {e}"));
-            }
+            continue;
+        }
+        let family = extra.get("family").and_then(Value::as_str).unwrap_or("");
+        let k = extra.get("k").and_then(Value::as_u64).unwrap_or(0);
+        groups
+            .entry((cell.system.clone(), k))
+            .or_default()
+            .entry(family.to_owned())
+            .or_default()
+            .push(i);
+    }
+    let field = |report: &Report, i: usize, key: &str| report.cells[i].extra.get(key).cloned();
+    for families in groups.values() {
+        let flat = |cells: &Vec<usize>| {
+            let first = field(report, cells[0], "answers_digest");
+            cells.len() >= 2
+                && first.is_some()
+                && cells
+                    .iter()
+                    .all(|i| field(report, *i, "answers_digest") == first)
+        };
+        let lowest = families
+            .values()
+            .filter_map(|c| field(report, c[0], "recall").and_then(|r| r.as_f64()))
+            .fold(f64::INFINITY, f64::min);
+        if !families.values().all(flat) || lowest >= FULL_RECALL {
+            continue;
+        }
+        let cells: Vec<usize> = families.values().flatten().copied().collect();
+        let mut efs: Vec<u64> = cells
+            .iter()
+            .filter_map(|i| field(report, *i, "ef").and_then(|e| e.as_u64()))
+            .collect();
+        efs.sort_unstable();
+        efs.dedup();
+        let efs: Vec<String> = efs.iter().map(u64::to_string).collect();
+        let queries = field(report, cells[0], "score")
+            .and_then(|s| s.get("queries").and_then(Value::as_u64))
+            .unwrap_or(0);
+        let reason = format!(
+            "the ef change did not take effect: at ef {} every answer of every query family was identical ({queries} scored queries per point; recall as low as {lowest:.4}, below {FULL_RECALL}), so the index searched with one breadth throughout",
+            efs.join(", ")
+        );
+        for i in cells {
+            report.cells[i].status = Status::Invalid;
+            report.cells[i].reason = Some(reason.clone());
         }
     }
 }
@@ -184,10 +297,8 @@ impl Sweep<'_> {
 /// The line kept after a window: its QPS, and the point's recall and p50 so far.
 fn window_line(label: &str, outcome: &WindowOutcome, builder: &PointBuilder) -> String {
     let cell = builder.to_cell();
-    let recall = cell
-        .extra
-        .get("recall")
-        .and_then(serde_json::Value::as_f64)
+    let recall = builder
+        .recall()
         .map_or(String::new(), |r| format!(" · recall {r:.4}"));
     let p50 = cell.latency_ns.map_or(String::new(), |l| {
         format!(" · p50 {}", format_latency_ns(l.p50))
