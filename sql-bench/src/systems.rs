@@ -2,14 +2,13 @@
 //! itself (where it runs and keeps its data included), whether its durability matches the
 //! configuration asked for, and the names it is reported under.
 
-use std::path::Path;
-
 use anyhow::bail;
 use common::options::{CommonOpts, TargetSpec};
 use common::results::{Location, SystemInfo};
+use common::target::FromAfar;
 
 use crate::durability::{Check, Durability};
-use crate::targets::{self, Target};
+use crate::targets::{self, Reach, Target};
 
 /// A system as connected and described, before any suite-specific preparation.
 pub struct Connected {
@@ -35,14 +34,14 @@ pub fn plan_targets(common: &CommonOpts) -> anyhow::Result<Vec<TargetSpec>> {
 /// engine and checks the names and the reference.
 pub async fn connect_all(
     specs: &[TargetSpec],
-    results_dir: &Path,
+    reach: &Reach,
     config: Durability,
     allow_unmatched: bool,
     reference: Option<&str>,
 ) -> anyhow::Result<Vec<Connected>> {
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec, results_dir).await?;
+        let mut target = targets::open(spec, reach).await?;
         let description = target.describe(config).await?;
         let identity = target.identity().clone();
         let mut system = Connected {
@@ -64,6 +63,11 @@ pub async fn connect_all(
             refused: None,
             settings_checks: description.settings_checks.clone(),
         };
+        if let Some(tls) = system.target.tls() {
+            common::tls::record(&mut system.info, &tls.settings, tls.negotiated.as_ref());
+        }
+        // What it reports over its protocol is read wherever it runs; its files only here.
+        common::target::note_remote(&mut system.info, &[FromAfar::ConfigFile]);
         if system.info.location == Location::Local && system.info.data_dir.is_none() {
             // The lifecycle measures a floor where a system says its data is; say why not.
             system.info.not_measured.push(

@@ -10,13 +10,18 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use std::sync::Arc;
+
+use common::tls::rustls::ClientConfig;
+use common::tls::{Endpoint, Prelude};
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value as Json, json};
 
 mod docs;
 
 use super::{
-    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
+    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_url,
+    op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -51,6 +56,8 @@ struct Http {
     client: Client,
     base: String,
     auth: Option<(String, String)>,
+    /// The system's one TLS configuration (`None` = http://).
+    tls: Option<Arc<ClientConfig>>,
     flavor: Flavor,
 }
 
@@ -74,17 +81,25 @@ impl Answer {
 }
 
 impl Http {
-    fn new(base: String, auth: Option<(String, String)>, idle: usize) -> Result<Http, String> {
-        let client = Client::builder()
+    fn new(
+        base: String,
+        auth: Option<(String, String)>,
+        idle: usize,
+        tls: Option<Arc<ClientConfig>>,
+    ) -> Result<Http, String> {
+        let mut builder = Client::builder()
             .no_proxy()
             .connect_timeout(CONNECT_TIMEOUT)
-            .pool_max_idle_per_host(idle)
-            .build()
-            .map_err(|e| e.to_string())?;
+            .pool_max_idle_per_host(idle);
+        if let Some(config) = &tls {
+            builder = builder.tls_backend_preconfigured((**config).clone());
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
         Ok(Http {
             client,
             base,
             auth,
+            tls,
             flavor: Flavor::Other,
         })
     }
@@ -122,8 +137,10 @@ impl Http {
     }
 }
 
-/// `couchdb://[user:password@]host[:port]` → the server's HTTP base URL and credentials.
-fn parse_url(url: &str) -> Result<(String, Option<(String, String)>), String> {
+/// `couchdb://[user:password@]host[:port]` → the server's HTTP base URL and credentials
+/// (`https://` when `tls`; fairbench's own TLS parameters are removed first).
+fn parse_url(url: &str, tls: bool) -> Result<(String, Option<(String, String)>), String> {
+    let url = common::tls::strip_params(url);
     let rest = url
         .strip_prefix("couchdb://")
         .ok_or("a CouchDB target looks like couchdb://user:password@127.0.0.1:5984")?;
@@ -134,7 +151,8 @@ fn parse_url(url: &str) -> Result<(String, Option<(String, String)>), String> {
         );
     }
     let (auth, host) = split_authority(rest, DEFAULT_PORT)?;
-    Ok((format!("http://{host}"), auth))
+    let scheme = if tls { "https" } else { "http" };
+    Ok((format!("{scheme}://{host}"), auth))
 }
 
 fn database(name: &str) -> String {
@@ -252,27 +270,54 @@ fn check(
 pub struct CouchTarget {
     identity: Identity,
     http: Http,
+    tls: TlsState,
 }
 
 impl CouchTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
+    /// TLS with `sslmode=verify-full|verify-ca|require` (and `cacert=`) in the URL: https to
+    /// the same host and port, after a probe handshake that fails fast in one line.
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
         let url_error = |message: String| TargetError::Url {
             url: spec.url_redacted(),
-            message,
+            message: common::redact::redact_text(&message),
         };
-        let (base, auth) = parse_url(&spec.url).map_err(url_error)?;
+        let settings = reach.tls(spec)?;
+        let (base, auth) = parse_url(&reach.url(spec), settings.uses_tls()).map_err(url_error)?;
         let identity = Identity::of(spec, "couchdb");
-        let mut http = Http::new(base, auth, 4).map_err(url_error)?;
+        let (config, negotiated) = if settings.uses_tls() {
+            let config = settings.client_config()?;
+            let endpoint = Endpoint::from_url(&spec.url, Some(DEFAULT_PORT))?;
+            let negotiated = common::tls::probe(
+                &endpoint,
+                Prelude::Direct,
+                config.clone(),
+                common::tls::HANDSHAKE_TIMEOUT,
+            )
+            .await?;
+            (Some(config), Some(negotiated))
+        } else {
+            (None, None)
+        };
+        let mut http = Http::new(base, auth, 4, config).map_err(url_error)?;
         let welcome = http
             .call(Method::GET, "", None, CONNECT_TIMEOUT)
             .await
-            .map_err(|e| {
-                identity.connect_error(format!(
+            .map_err(|e| match common::tls::explain(&e, &settings.host) {
+                Some(tls) => identity.connect_error(tls),
+                None => identity.connect_error(format!(
                     "{e} — is the server running? (scripts/services start)"
-                ))
+                )),
             })?;
         http.flavor = identify(&welcome.body).0;
-        Ok(Box::new(CouchTarget { identity, http }))
+        let tls = TlsState {
+            settings,
+            negotiated,
+        };
+        Ok(Box::new(CouchTarget {
+            identity,
+            http,
+            tls,
+        }))
     }
 
     fn error(&self, e: impl std::fmt::Display) -> TargetError {
@@ -393,6 +438,10 @@ impl Target for CouchTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn describe(
@@ -554,7 +603,7 @@ impl Target for CouchTarget {
         let connector: Connector<CouchSession> = std::sync::Arc::new(move || {
             let (http, identity) = (http.clone(), identity.clone());
             Box::pin(async move {
-                let mut own = Http::new(http.base.clone(), http.auth.clone(), 1)?;
+                let mut own = Http::new(http.base.clone(), http.auth.clone(), 1, http.tls.clone())?;
                 own.flavor = http.flavor;
                 // One request opens the session's connection before any clock starts.
                 own.call(Method::GET, "", None, CONNECT_TIMEOUT)
@@ -694,18 +743,18 @@ mod tests {
     #[test]
     fn urls_name_only_the_server() {
         assert_eq!(
-            parse_url("couchdb://127.0.0.1").unwrap(),
+            parse_url("couchdb://127.0.0.1", false).unwrap(),
             ("http://127.0.0.1:5984".into(), None)
         );
-        let (base, auth) = parse_url("couchdb://admin:pw@127.0.0.1:15984/").unwrap();
+        let (base, auth) = parse_url("couchdb://admin:pw@127.0.0.1:15984/", false).unwrap();
         assert_eq!(base, "http://127.0.0.1:15984");
         assert_eq!(auth, Some(("admin".into(), "pw".into())));
         assert!(
-            parse_url("couchdb://127.0.0.1/mydb")
+            parse_url("couchdb://127.0.0.1/mydb", false)
                 .unwrap_err()
                 .contains("fairbench_")
         );
-        assert!(parse_url("http://127.0.0.1:5984").is_err());
+        assert!(parse_url("http://127.0.0.1:5984", false).is_err());
     }
 
     #[test]

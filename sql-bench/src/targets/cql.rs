@@ -26,7 +26,8 @@ mod docs;
 mod durability;
 
 use super::{
-    Description, Identity, KvTable, Target, TargetError, location_of_url, op_error, split_authority,
+    Description, Identity, KvTable, Reach, Target, TargetError, location_of_url, op_error,
+    split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -209,11 +210,22 @@ where
 }
 
 impl CqlTarget {
-    /// `cql://…` or `cassandra://…`.
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let address = parse_address(&spec.url).map_err(|message| TargetError::Url {
+    /// `cql://…` or `cassandra://…`; the password from its file or variable when the URL has
+    /// none. TLS (`sslmode=`, `cacert=`) is refused in one line: the driver's rustls feature
+    /// (scylla `rustls-023`) is not built in yet.
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
+        if reach.tls(spec)?.uses_tls() {
+            return Err(TargetError::Url {
+                url: spec.url_redacted(),
+                message: "TLS for CQL is not supported yet (sql-bench is built without the \
+                          driver's rustls feature); connect in plaintext"
+                    .into(),
+            });
+        }
+        let url = reach.url(spec);
+        let address = parse_address(&url).map_err(|message| TargetError::Url {
             url: spec.url_redacted(),
-            message,
+            message: common::redact::redact_text(&message),
         })?;
         let identity = Identity::of(spec, "cql");
         let durability = Durability::C0;

@@ -11,12 +11,15 @@ pub mod sql;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::options::TargetSpec;
+use common::credentials::Secrets;
+use common::options::{CommonOpts, TargetSpec};
 use common::pool::BoxFuture;
 use common::results::Location;
+use common::run::Lifecycle;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+use common::tls::{Negotiated, TlsSettings};
 
 use crate::durability::{Check, Durability};
 use crate::query::{Collection, CollectionState, DocSession};
@@ -42,6 +45,47 @@ pub struct Description {
     pub settings_checks: Option<Vec<Check>>,
 }
 
+/// What a target needs besides its URL to reach its system: the results folder (embedded
+/// databases live there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`)
+/// and `--insecure-skip-verify`.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub results_dir: PathBuf,
+    pub secrets: Secrets,
+    pub insecure_skip_verify: bool,
+}
+
+impl Reach {
+    /// What `lifecycle` read and `common` asked for.
+    pub fn of(lifecycle: &Lifecycle, common: &CommonOpts) -> Reach {
+        Reach {
+            results_dir: lifecycle.results_path().to_owned(),
+            secrets: lifecycle.secrets().clone(),
+            insecure_skip_verify: common.insecure_skip_verify,
+        }
+    }
+
+    /// `spec`'s URL with the password its file or variable holds (the URL's own wins). It
+    /// holds the secret: hand it to the client, never print it.
+    pub fn url(&self, spec: &TargetSpec) -> String {
+        self.secrets.url_with_password(spec)
+    }
+
+    /// `spec`'s TLS settings; bad ones (an unknown mode, a CA file that is missing or not PEM)
+    /// fail here in one line.
+    pub fn tls(&self, spec: &TargetSpec) -> Result<TlsSettings, TargetError> {
+        Ok(TlsSettings::from_url(&spec.url, self.insecure_skip_verify)?)
+    }
+}
+
+/// What a system's connections use for TLS: the settings, and what the connect-phase
+/// connection negotiated (`None` = plaintext).
+#[derive(Debug, Clone)]
+pub struct TlsState {
+    pub settings: TlsSettings,
+    pub negotiated: Option<Negotiated>,
+}
+
 /// A two-column key/value table (`k BIGINT PRIMARY KEY, v VARCHAR(value_len)`), by logical name;
 /// each target maps the name into its own namespace.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +100,11 @@ pub trait Target: Send {
 
     /// Lets the suite name a system after its engine once the server has said what it is.
     fn identity_mut(&mut self) -> &mut Identity;
+
+    /// The TLS of its connections; `None` for an embedded system.
+    fn tls(&self) -> Option<TlsState> {
+        None
+    }
 
     /// Version and settings, read from the system itself, checked against `durability`.
     fn describe(
@@ -165,15 +214,15 @@ pub trait Target: Send {
 /// Where a target lives when nothing else is said: the embedded SQLite database in the results folder.
 pub const DEFAULT_TARGET: &str = "sqlite";
 
-/// Connects to the system `spec` names. `results_dir` holds the embedded databases.
-pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Target>, TargetError> {
+/// Connects to the system `spec` names, as `reach` says (secrets, TLS, the results folder).
+pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
     match spec.scheme() {
-        "sqlite" => sqlite::SqliteTarget::open(spec, results_dir).await,
-        "postgres" | "postgresql" => postgres::PostgresTarget::open(spec).await,
-        "mysql" | "mariadb" => mysql::MysqlTarget::open(spec).await,
-        "mongodb" | "mongodb+srv" => mongodb::MongoTarget::open(spec).await,
-        "cql" | "cassandra" => cql::CqlTarget::open(spec).await,
-        "couchdb" => couchdb::CouchTarget::open(spec).await,
+        "sqlite" => sqlite::SqliteTarget::open(spec, &reach.results_dir).await,
+        "postgres" | "postgresql" => postgres::PostgresTarget::open(spec, reach).await,
+        "mysql" | "mariadb" => mysql::MysqlTarget::open(spec, reach).await,
+        "mongodb" | "mongodb+srv" => mongodb::MongoTarget::open(spec, reach).await,
+        "cql" | "cassandra" => cql::CqlTarget::open(spec, reach).await,
+        "couchdb" => couchdb::CouchTarget::open(spec, reach).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
             "sqlite[:PATH], postgres://…, mysql://… (mariadb://…), mongodb://…, cql://… \
@@ -256,7 +305,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, Path::new("/tmp"))
+        let error = open(&spec, &Reach::default())
             .await
             .err()
             .unwrap()

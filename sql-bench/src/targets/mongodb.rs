@@ -9,14 +9,19 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
+use common::tls::{Endpoint, Prelude, TlsSettings, Verify};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{Error as MongoError, ErrorKind};
-use mongodb::options::{Acknowledgment, ClientOptions, ServerAddress, WriteConcern};
+use mongodb::options::{
+    Acknowledgment, ClientOptions, ServerAddress, Tls, TlsOptions, WriteConcern,
+};
 use mongodb::{Client, Collection as MongoCollection, Database};
 
 mod docs;
 
-use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
+use super::{
+    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -63,6 +68,7 @@ pub struct MongoTarget {
     identity: Identity,
     options: ClientOptions,
     client: Client,
+    tls: TlsState,
 }
 
 /// Whether the connection is gone (as opposed to the server refusing one request).
@@ -78,7 +84,10 @@ fn is_lost(e: &MongoError) -> bool {
 
 impl MongoTarget {
     /// `mongodb://[user:password@]host[:port][/authdb][?options]`.
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
+    /// TLS: `tls=true` (or `sslmode=`), `tlsCAFile=` (or `cacert=`), read by common; a probe
+    /// handshake first, so a certificate that does not verify fails at once in one line (the
+    /// driver would wait out its server selection and flatten the reason into text).
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
         let url_error = |message: String| TargetError::Url {
             url: spec.url_redacted(),
             message,
@@ -88,9 +97,13 @@ impl MongoTarget {
                 "DNS seed lists (mongodb+srv) are not supported: name the host, mongodb://HOST:PORT".into(),
             ));
         }
-        let mut options = ClientOptions::parse(&spec.url)
+        let settings = reach.tls(spec)?;
+        let url = common::tls::strip_params(&reach.url(spec));
+        let mut options = ClientOptions::parse(&url)
             .await
-            .map_err(|e| url_error(e.to_string()))?;
+            .map_err(|e| url_error(common::redact::redact_text(&e.to_string())))?;
+        let tls = tls_state(settings, &spec.url).await?;
+        options.tls = tls_options(&tls.settings)?;
         options.app_name = Some("fairbench".into());
         options.connect_timeout = Some(CONNECT_TIMEOUT);
         options.server_selection_timeout = Some(CONNECT_TIMEOUT);
@@ -107,6 +120,7 @@ impl MongoTarget {
             identity,
             options,
             client,
+            tls,
         }))
     }
 
@@ -222,6 +236,49 @@ fn connect_error(identity: &Identity, e: &MongoError) -> TargetError {
     identity.connect_error(format!("{text}{hint}"))
 }
 
+/// What the connect-phase probe negotiated (direct TLS, as the driver connects).
+async fn tls_state(settings: TlsSettings, url: &str) -> Result<TlsState, TargetError> {
+    if !settings.uses_tls() {
+        return Ok(TlsState {
+            settings,
+            negotiated: None,
+        });
+    }
+    let endpoint = Endpoint::from_url(url, Some(27017))?;
+    let negotiated = common::tls::probe(
+        &endpoint,
+        Prelude::Direct,
+        settings.client_config()?,
+        common::tls::HANDSHAKE_TIMEOUT,
+    )
+    .await?;
+    Ok(TlsState {
+        settings,
+        negotiated: Some(negotiated),
+    })
+}
+
+/// The driver's TLS options for `settings`: its rustls checks the chain and the name, or
+/// nothing (`tlsAllowInvalidCertificates`); the chain alone it cannot check.
+fn tls_options(settings: &TlsSettings) -> Result<Option<Tls>, TargetError> {
+    if !settings.uses_tls() {
+        return Ok(Some(Tls::Disabled));
+    }
+    let verify = settings.verify();
+    if verify == Verify::Chain {
+        return Err(TargetError::Other(format!(
+            "{}: the MongoDB driver cannot check a certificate's chain without its name \
+             (verify-ca); use verify-full (tls=true) or --insecure-skip-verify",
+            settings.host
+        )));
+    }
+    let options = TlsOptions::builder()
+        .ca_file_path(settings.ca_file.clone())
+        .allow_invalid_certificates((verify == Verify::Nothing).then_some(true))
+        .build();
+    Ok(Some(Tls::Enabled(options)))
+}
+
 /// Opens a client with the options given and checks that it reaches the server.
 async fn open_client(options: ClientOptions, identity: &Identity) -> Result<Client, TargetError> {
     let client = Client::with_options(options).map_err(|e| connect_error(identity, &e))?;
@@ -329,6 +386,10 @@ impl Target for MongoTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn describe(

@@ -18,8 +18,12 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 pub mod cluster;
 mod docs;
+mod tls;
 
-use super::{Description, Identity, KvTable, Target, TargetError, location_of_host, op_error};
+use super::{
+    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_host,
+    op_error,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
@@ -37,20 +41,31 @@ pub struct MysqlTarget {
     control: Conn,
     /// Where workers send their point reads instead of the primary (`--read-from replicas`).
     read_replicas: Vec<Opts>,
+    tls: tls::MyTls,
+    /// How replicas named later are reached (their passwords, `--insecure-skip-verify`).
+    reach: Reach,
 }
 
 fn physical(name: &str) -> String {
     format!("{DATABASE}.{name}")
 }
 
-/// The connection settings of a `mysql://` (or `mariadb://`) URL, always over TCP.
-pub(crate) fn parse_opts(spec: &TargetSpec) -> Result<Opts, TargetError> {
-    let url = spec.url.replacen("mariadb://", "mysql://", 1);
+/// The connection settings of a `mysql://` (or `mariadb://`) URL, always over TCP, with the
+/// password from its file or variable when the URL has none and the TLS `settings` ask for.
+pub(crate) fn parse_opts(spec: &TargetSpec, reach: &Reach) -> Result<Opts, TargetError> {
+    build_opts(spec, reach, &tls::MyTls::unprobed(reach.tls(spec)?))
+}
+
+fn build_opts(spec: &TargetSpec, reach: &Reach, tls: &tls::MyTls) -> Result<Opts, TargetError> {
+    let url = common::tls::strip_params(&reach.url(spec)).replacen("mariadb://", "mysql://", 1);
     let parsed = Opts::from_url(&url).map_err(|e| TargetError::Url {
         url: spec.url_redacted(),
-        message: e.to_string(),
+        message: common::redact::redact_text(&e.to_string()),
     })?;
-    Ok(OptsBuilder::from_opts(parsed).prefer_socket(false).into())
+    Ok(OptsBuilder::from_opts(parsed)
+        .prefer_socket(false)
+        .ssl_opts(tls.ssl_opts()?)
+        .into())
 }
 
 pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, TargetError> {
@@ -58,9 +73,14 @@ pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, Ta
     match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e)) => {
+            if let Some(tls) = common::tls::explain(&e, opts.ip_or_hostname()) {
+                return Err(failure(tls.to_string()));
+            }
             let text = e.to_string();
             let hint = if text.contains("refused") {
                 " — is the server running? (scripts/services start)"
+            } else if text.contains("1045") && opts.ssl_opts().is_none() {
+                " — the server may accept only TLS (ssl-mode=REQUIRED, VERIFY_CA or VERIFY_IDENTITY)"
             } else {
                 ""
             };
@@ -75,8 +95,9 @@ pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, Ta
 
 impl MysqlTarget {
     /// `mysql://user:password@host:port/db` or the same with `mariadb://`.
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let opts = parse_opts(spec)?;
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
+        let tls = tls::MyTls::probe(reach.tls(spec)?, &spec.url).await?;
+        let opts = build_opts(spec, reach, &tls)?;
         let identity = Identity {
             name: spec
                 .name
@@ -91,6 +112,8 @@ impl MysqlTarget {
             opts,
             control,
             read_replicas: Vec::new(),
+            tls,
+            reach: reach.clone(),
         }))
     }
 
@@ -142,6 +165,13 @@ impl Target for MysqlTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(TlsState {
+            settings: self.tls.settings.clone(),
+            negotiated: self.tls.negotiated.clone(),
+        })
     }
 
     fn describe(
@@ -200,11 +230,17 @@ impl Target for MysqlTarget {
         durability: Durability,
     ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
         let (opts, identity) = (self.opts.clone(), self.identity.clone());
-        Box::pin(async move { cluster::verify(&opts, &identity, replicas, durability).await })
+        let reach = self.reach.clone();
+        Box::pin(
+            async move { cluster::verify(&opts, &identity, replicas, durability, &reach).await },
+        )
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
-        self.read_replicas = replicas.iter().map(parse_opts).collect::<Result<_, _>>()?;
+        self.read_replicas = replicas
+            .iter()
+            .map(|replica| parse_opts(replica, &self.reach))
+            .collect::<Result<_, _>>()?;
         Ok(())
     }
 

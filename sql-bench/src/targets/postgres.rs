@@ -12,14 +12,18 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
+use common::tls::postgres::{MakeTls, refuses_plaintext, ssl_mode};
+use common::tls::{TlsSettings, strip_params};
 use tokio_postgres::config::Host;
-use tokio_postgres::{CancelToken, Client, Config, NoTls, Statement};
+use tokio_postgres::{CancelToken, Client, Config, Statement};
 
 pub mod cluster;
 mod cockroach;
 mod docs;
 
-use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
+use super::{
+    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
@@ -31,19 +35,33 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct PostgresTarget {
     identity: Identity,
-    config: Config,
+    link: PgLink,
     control: Client,
     /// Where workers send their point reads instead of the primary (`--read-from replicas`).
-    read_replicas: Vec<Config>,
+    read_replicas: Vec<PgLink>,
+    /// How replicas named later are reached (their passwords, `--insecure-skip-verify`).
+    reach: Reach,
 }
 
 fn physical(name: &str) -> String {
     format!("{SCHEMA}.{name}")
 }
 
-/// The connection settings of a `postgres://` (or `postgresql://`) URL, as fairbench connects.
-pub(crate) fn parse_config(spec: &TargetSpec) -> Result<Config, TargetError> {
-    let url = spec.url.replacen("postgresql://", "postgres://", 1);
+/// How fairbench connects to one PostgreSQL server: the client's settings and the TLS its
+/// URL asks for (libpq's `sslmode`/`sslrootcert`, which tokio-postgres does not read itself).
+#[derive(Clone)]
+pub struct PgLink {
+    pub config: Config,
+    pub tls: MakeTls,
+    pub settings: TlsSettings,
+}
+
+/// The connection settings of a `postgres://` (or `postgresql://`) URL, as fairbench connects:
+/// the password from its file or variable when the URL has none, the TLS settings read and
+/// removed from the URL before tokio-postgres parses it.
+pub(crate) fn parse_config(spec: &TargetSpec, reach: &Reach) -> Result<PgLink, TargetError> {
+    let settings = reach.tls(spec)?;
+    let url = strip_params(&reach.url(spec)).replacen("postgresql://", "postgres://", 1);
     let mut config: Config = url
         .parse()
         .map_err(|e: tokio_postgres::Error| TargetError::Url {
@@ -52,21 +70,32 @@ pub(crate) fn parse_config(spec: &TargetSpec) -> Result<Config, TargetError> {
         })?;
     config.application_name("fairbench");
     config.connect_timeout(CONNECT_TIMEOUT);
-    Ok(config)
+    config.ssl_mode(ssl_mode(settings.mode));
+    let tls = MakeTls::new(&settings)?;
+    Ok(PgLink {
+        config,
+        tls,
+        settings,
+    })
 }
 
 /// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
 /// called; dropping the client ends both.
-pub(crate) async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let (client, connection) =
-        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => return Err(connect_error(identity, &e)),
-            Err(_) => {
-                return Err(identity
-                    .connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs())));
-            }
-        };
+pub(crate) async fn connect(link: &PgLink, identity: &Identity) -> Result<Client, TargetError> {
+    let (client, connection) = match tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        common::tls::postgres::connect(&link.config, &link.tls),
+    )
+    .await
+    {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Err(connect_error(identity, link, &e)),
+        Err(_) => {
+            return Err(
+                identity.connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))
+            );
+        }
+    };
     tokio::spawn(async move {
         // A connection error surfaces on the client's next call; nothing to do here.
         let _ = connection.await;
@@ -74,7 +103,10 @@ pub(crate) async fn connect(config: &Config, identity: &Identity) -> Result<Clie
     Ok(client)
 }
 
-fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError {
+fn connect_error(identity: &Identity, link: &PgLink, e: &tokio_postgres::Error) -> TargetError {
+    if let Some(tls) = common::tls::explain(e, &link.settings.host) {
+        return identity.connect_error(tls);
+    }
     let detail = match e.as_db_error() {
         Some(db) => db.message().to_owned(),
         None => {
@@ -90,6 +122,8 @@ fn connect_error(identity: &Identity, e: &tokio_postgres::Error) -> TargetError 
     };
     let hint = if detail.contains("refused") {
         " — is the server running? (scripts/services start)"
+    } else if refuses_plaintext(e) {
+        " — the server accepts only TLS (use sslmode=require, verify-ca or verify-full)"
     } else {
         ""
     };
@@ -105,15 +139,16 @@ fn describe_error(e: &tokio_postgres::Error) -> String {
 }
 
 impl PostgresTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let config = parse_config(spec)?;
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
+        let link = parse_config(spec, reach)?;
         let identity = Identity::of(spec, "postgres");
-        let control = connect(&config, &identity).await?;
+        let control = connect(&link, &identity).await?;
         Ok(Box::new(PostgresTarget {
             identity,
-            config,
+            link,
             control,
             read_replicas: Vec::new(),
+            reach: reach.clone(),
         }))
     }
 
@@ -131,7 +166,7 @@ impl PostgresTarget {
     }
 
     fn is_local(&self) -> bool {
-        self.config.get_hosts().iter().all(|host| match host {
+        self.link.config.get_hosts().iter().all(|host| match host {
             Host::Tcp(name) => is_local_host(name),
             Host::Unix(_) => true,
         })
@@ -178,6 +213,13 @@ impl Target for PostgresTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(TlsState {
+            settings: self.link.settings.clone(),
+            negotiated: self.link.tls.negotiated(),
+        })
     }
 
     fn describe(
@@ -243,14 +285,17 @@ impl Target for PostgresTarget {
         replicas: &'a [TargetSpec],
         durability: Durability,
     ) -> BoxFuture<'a, Result<ClusterEvidence, TargetError>> {
-        let (config, identity) = (self.config.clone(), self.identity.clone());
-        Box::pin(async move { cluster::verify(&config, &identity, replicas, durability).await })
+        let (link, identity) = (self.link.clone(), self.identity.clone());
+        let reach = self.reach.clone();
+        Box::pin(
+            async move { cluster::verify(&link, &identity, replicas, durability, &reach).await },
+        )
     }
 
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
         self.read_replicas = replicas
             .iter()
-            .map(parse_config)
+            .map(|replica| parse_config(replica, &self.reach))
             .collect::<Result<_, _>>()?;
         Ok(())
     }
@@ -402,7 +447,7 @@ impl Target for PostgresTarget {
         read: KvTable,
         write: KvTable,
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
-        let config = self.config.clone();
+        let config = self.link.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> =
             format!("SELECT v FROM {} WHERE k = $1", physical(read.name)).into();
@@ -470,17 +515,13 @@ impl Target for PostgresTarget {
         &'a self,
         collection: &'a Collection,
     ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        Box::pin(docs::open_session(
-            &self.config,
-            &self.identity,
-            *collection,
-        ))
+        Box::pin(docs::open_session(&self.link, &self.identity, *collection))
     }
 }
 
 /// Opens one worker connection and prepares its statements, before any clock starts.
 async fn open_session(
-    config: &Config,
+    config: &PgLink,
     identity: &Identity,
     read_sql: &str,
     write_sql: &str,
@@ -499,6 +540,7 @@ async fn open_session(
     let insert = prepare(write_sql).await?;
     Ok(PgSession {
         cancel: client.cancel_token(),
+        tls: config.tls.clone(),
         client,
         read,
         insert,
@@ -510,8 +552,10 @@ struct PgSession {
     client: Client,
     read: Statement,
     insert: Statement,
-    /// For a cancel request (a connection of its own) when a statement passes the ceiling.
+    /// For a cancel request (a connection of its own, over the same TLS) when a statement
+    /// passes the ceiling.
     cancel: CancelToken,
+    tls: MakeTls,
 }
 
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {
@@ -536,15 +580,19 @@ impl KvSession for PgSession {
     }
 
     async fn cancel(&mut self) -> Result<(), OpError> {
-        cancel_statement(&self.cancel).await
+        cancel_statement(&self.cancel, self.tls.clone()).await
     }
 }
 
 /// Asks the server to stop the statement running on `token`'s connection (PostgreSQL's cancel
 /// request); the connection stays usable.
-async fn cancel_statement(token: &CancelToken) -> Result<(), OpError> {
+async fn cancel_statement<T>(token: &CancelToken, tls: T) -> Result<(), OpError>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Error: std::fmt::Display,
+{
     token
-        .cancel_query(NoTls)
+        .cancel_query(tls)
         .await
         .map_err(|e| OpError::Fatal(format!("cancel request failed: {}", describe_error(&e))))
 }
@@ -552,6 +600,8 @@ async fn cancel_statement(token: &CancelToken) -> Result<(), OpError> {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use tokio_postgres::NoTls;
 
     use super::*;
 
@@ -574,7 +624,9 @@ mod tests {
                     .await
                     .is_err()
             );
-            cancel_statement(&worker.cancel_token()).await.unwrap();
+            cancel_statement(&worker.cancel_token(), NoTls)
+                .await
+                .unwrap();
             let still_running = || async {
                 let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' \
                            AND query LIKE '%fairbench cancel test%' AND pid <> pg_backend_pid()";

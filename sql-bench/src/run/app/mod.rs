@@ -95,7 +95,7 @@ async fn connect(
 ) -> anyhow::Result<Vec<Connected>> {
     let mut connected = systems::connect_all(
         specs,
-        lifecycle.results_path(),
+        &crate::targets::Reach::of(lifecycle, &opts.common),
         opts.config,
         opts.allow_unmatched_durability,
         opts.common.reference.as_deref(),

@@ -2,7 +2,6 @@
 //! and again after it, sending point reads to replicas, and the section title, note and
 //! evidence that say which configuration was measured.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -160,8 +159,14 @@ pub(super) async fn verify_replica_reads(
     if opts.read_from != ReadFrom::Replicas || system.reads_invalid.is_some() {
         return Ok(());
     }
+    // Replicas are unnamed: only their URLs' own passwords apply.
+    let reach = targets::Reach {
+        results_dir: ".".into(),
+        insecure_skip_verify: opts.common.insecure_skip_verify,
+        ..targets::Reach::default()
+    };
     for spec in system.cluster.replicas.clone() {
-        let mut replica = targets::open(&spec, Path::new(".")).await?;
+        let mut replica = targets::open(&spec, &reach).await?;
         let deadline = Instant::now() + REPLICA_CATCH_UP;
         loop {
             let problem = match replica.read_kv(read).await {

@@ -169,7 +169,7 @@ async fn connect_all(
 ) -> anyhow::Result<Vec<System>> {
     let connected = systems::connect_all(
         specs,
-        lifecycle.results_path(),
+        &crate::targets::Reach::of(lifecycle, &opts.common),
         opts.config,
         opts.allow_unmatched_durability,
         opts.common.reference.as_deref(),

@@ -123,8 +123,13 @@ pub(super) async fn open_session(
     target: &CouchTarget,
     collection: Collection,
 ) -> Result<Box<dyn DocSession>, TargetError> {
-    let mut http = Http::new(target.http.base.clone(), target.http.auth.clone(), 1)
-        .map_err(|e| target.error(e))?;
+    let mut http = Http::new(
+        target.http.base.clone(),
+        target.http.auth.clone(),
+        1,
+        target.http.tls.clone(),
+    )
+    .map_err(|e| target.error(e))?;
     http.flavor = target.http.flavor;
     Ok(Box::new(CouchDocs {
         http,

@@ -13,7 +13,7 @@ use mysql_async::{Conn, Opts, Row};
 use super::{connect, parse_opts};
 use crate::durability::{Check, Durability};
 use crate::replication::{ClusterEvidence, replicas_given};
-use crate::targets::{Identity, TargetError};
+use crate::targets::{Identity, Reach, TargetError};
 
 /// Counters that grow when a commit is acknowledged without a replica's acknowledgement.
 const FALLBACK_COUNTERS: [&str; 2] = [
@@ -182,6 +182,7 @@ pub async fn verify(
     identity: &Identity,
     replicas: &[TargetSpec],
     durability: Durability,
+    reach: &Reach,
 ) -> Result<ClusterEvidence, TargetError> {
     let mut conn = connect(opts, identity).await?;
     let facts = read_primary(&mut conn)
@@ -195,7 +196,7 @@ pub async fn verify(
         durability,
     ));
     for replica in replicas {
-        checks.extend(replica_checks(replica, &facts.port, durability).await);
+        checks.extend(replica_checks(replica, &facts.port, durability, reach).await);
     }
     let mut nodes = vec![format!("primary {}", address(opts))];
     nodes.extend(facts.hosts.iter().map(|h| format!("replica {h}")));
@@ -233,11 +234,12 @@ async fn replica_checks(
     replica: &TargetSpec,
     primary_port: &str,
     durability: Durability,
+    reach: &Reach,
 ) -> Vec<Check> {
     let needs = format!(
         "Slave_IO_Running=Yes and Slave_SQL_Running=Yes from this primary (port {primary_port})"
     );
-    let opts = match parse_opts(replica) {
+    let opts = match parse_opts(replica, reach) {
         Ok(opts) => opts,
         Err(e) => {
             return vec![Check::new(

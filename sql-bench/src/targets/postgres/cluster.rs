@@ -9,10 +9,10 @@ use common::options::TargetSpec;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config};
 
-use super::{connect, parse_config};
+use super::{PgLink, connect, parse_config};
 use crate::durability::{Check, Durability};
 use crate::replication::{ClusterEvidence, replicas_given};
-use crate::targets::{Identity, TargetError};
+use crate::targets::{Identity, Reach, TargetError};
 
 /// A parsed `synchronous_standby_names`: `[FIRST|ANY] n (name, …)` or `name, …` (FIRST 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,12 +229,14 @@ async fn read_primary(
 /// Reads the primary's `pg_stat_replication` (on a connection of its own) and each standby's
 /// own status.
 pub async fn verify(
-    config: &Config,
+    link: &PgLink,
     identity: &Identity,
     replicas: &[TargetSpec],
     durability: Durability,
+    reach: &Reach,
 ) -> Result<ClusterEvidence, TargetError> {
-    let client = connect(config, identity).await?;
+    let config = &link.config;
+    let client = connect(link, identity).await?;
     let facts = read_primary(&client, identity, config).await?;
     let mut checks = vec![
         Check::new(
@@ -259,7 +261,7 @@ pub async fn verify(
         durability,
     ));
     for replica in replicas {
-        checks.extend(standby_checks(replica, &facts).await);
+        checks.extend(standby_checks(replica, &facts, reach).await);
     }
     Ok(ClusterEvidence {
         checks,
@@ -270,15 +272,15 @@ pub async fn verify(
 
 /// A standby's own view: in recovery, streaming from this primary under a name the primary
 /// lists as streaming, and fsync on.
-async fn standby_checks(replica: &TargetSpec, primary: &Primary) -> Vec<Check> {
+async fn standby_checks(replica: &TargetSpec, primary: &Primary, reach: &Reach) -> Vec<Check> {
     let needs = format!(
         "in recovery, streaming from this primary (port {}) and listed by it as streaming",
         primary.port
     );
-    let (config, address) = match parse_config(replica) {
-        Ok(config) => {
-            let address = address(&config);
-            (config, address)
+    let (link, address) = match parse_config(replica, reach) {
+        Ok(link) => {
+            let address = address(&link.config);
+            (link, address)
         }
         Err(e) => {
             return vec![Check::new(
@@ -295,7 +297,7 @@ async fn standby_checks(replica: &TargetSpec, primary: &Primary) -> Vec<Check> {
         kind: "postgres".into(),
         url_redacted: replica.url_redacted(),
     };
-    let client = match connect(&config, &identity).await {
+    let client = match connect(&link, &identity).await {
         Ok(client) => client,
         Err(e) => return vec![Check::new(what, format!("unreachable: {e}"), needs, false)],
     };

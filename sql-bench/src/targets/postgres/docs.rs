@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use common::pool::BoxFuture;
+use common::tls::postgres::MakeTls;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{CancelToken, Client, NoTls, Statement};
+use tokio_postgres::{CancelToken, Client, Statement};
 
-use super::{MARKER, PostgresTarget, SCHEMA, connect, describe_error, physical};
+use super::{MARKER, PgLink, PostgresTarget, SCHEMA, connect, describe_error, physical};
 use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, IndexEntry, Query, covered_field,
 };
@@ -153,13 +154,14 @@ pub(super) async fn remove(
 }
 
 pub(super) async fn open_session(
-    config: &tokio_postgres::Config,
+    link: &PgLink,
     identity: &Identity,
     collection: Collection,
 ) -> Result<Box<dyn DocSession>, TargetError> {
-    let client = connect(config, identity).await?;
+    let client = connect(link, identity).await?;
     Ok(Box::new(PostgresDocs {
         cancel: client.cancel_token(),
+        tls: link.tls.clone(),
         client,
         collection,
         statements: HashMap::new(),
@@ -169,6 +171,8 @@ pub(super) async fn open_session(
 struct PostgresDocs {
     client: Client,
     cancel: CancelToken,
+    /// The cancel request goes over a connection of its own, with the same TLS.
+    tls: MakeTls,
     collection: Collection,
     /// Prepared statements by SQL text.
     statements: HashMap<String, Statement>,
@@ -202,7 +206,7 @@ impl PostgresDocs {
             Ok(result) => result.map_err(|e| doc_error(&e)),
             Err(_) => {
                 // The connection stays usable; the cancelled statement's error is discarded.
-                let _ = self.cancel.cancel_query(NoTls).await;
+                let _ = self.cancel.cancel_query(self.tls.clone()).await;
                 Err(DocError::Timeout)
             }
         }

@@ -1,0 +1,228 @@
+//! TLS and credentials end to end against the TLS-only PostgreSQL and MariaDB the test command
+//! starts on loopback (certificates from its throwaway CA): verification by default, the
+//! negotiated version and cipher recorded with the system, one line and nothing touched for
+//! a wrong CA, a name mismatch, a plaintext client and bad TLS input, and a password given by
+//! a variable that never reaches any byte the run writes.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::results::Report;
+use common::testing::{assert_no_secret, with_param};
+use sql_bench::Summary;
+use support::*;
+
+fn tls_url(variable: &str) -> Option<String> {
+    let _ = server_url("FAIRBENCH_TEST_TLS_CA")?;
+    server_url(variable)
+}
+
+fn wrong_ca() -> String {
+    std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").expect("FAIRBENCH_TEST_TLS_WRONG_CA")
+}
+
+/// One quick read workload on `target`, then `extra`.
+fn read_run(out: &Path, target: &str, extra: &[&str]) -> anyhow::Result<Summary> {
+    let mut all = vec!["--target", target, "--workloads", "read 2c"];
+    all.extend_from_slice(extra);
+    run(&args("crud", out, &all))
+}
+
+/// A refusal: one line, and no results folder.
+fn refused(out: &Path, target: &str, extra: &[&str]) -> String {
+    let error = read_run(out, target, extra)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(!error.contains('\n'), "one line: {error}");
+    assert!(!out.exists(), "nothing made for a refused run");
+    error
+}
+
+fn system_tls(report: &Report) -> (&str, &str, &str) {
+    let verified = &report.systems[0].verified;
+    (
+        verified["tls_version"].as_str(),
+        verified["tls_cipher"].as_str(),
+        verified["tls_verification"].as_str(),
+    )
+}
+
+#[test]
+fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
+    let _servers = lock_servers();
+    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("full");
+    let summary = read_run(&out, &format!("pg={url}"), &[]).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
+    assert_matches_schema(&out);
+    let (version, cipher, verification) = system_tls(&summary.report);
+    assert!(version.starts_with("TLSv1."), "{version}");
+    assert!(cipher.starts_with("TLS_"), "{cipher}");
+    assert_eq!(verification, "verify-full");
+    let system = &summary.report.systems[0];
+    assert!(system.verified.contains_key("tls_handshake_ms"));
+    assert!(system.labels.is_empty(), "{:?}", system.labels);
+
+    // The wrong CA with --insecure-skip-verify: measured, and every cell labelled.
+    let insecure = dir.path().join("insecure");
+    let target = format!("pg={}", with_param(&url, "sslrootcert", &wrong_ca()));
+    let summary = read_run(&insecure, &target, &["--insecure-skip-verify"]).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk);
+    let (_, _, verification) = system_tls(&summary.report);
+    assert_eq!(verification, "none (--insecure-skip-verify)");
+    for cell in &summary.report.cells {
+        assert!(
+            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
+            "{cell:?}"
+        );
+    }
+}
+
+#[test]
+fn postgres_tls_failures_are_one_line_and_touch_nothing() {
+    let _servers = lock_servers();
+    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+        return;
+    };
+    let mismatch = std::env::var("FAIRBENCH_TEST_POSTGRES_TLS_MISMATCH_URL").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let wrong = with_param(&url, "sslrootcert", &wrong_ca());
+    let error = refused(&out, &wrong, &[]);
+    assert!(
+        error.contains("the certificate of 127.0.0.1 did not verify")
+            && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
+    let error = refused(&out, &mismatch, &[]);
+    assert!(
+        error.contains("did not verify") && error.contains("127.0.0.2"),
+        "{error}"
+    );
+    // verify-ca checks the chain only: the same server at 127.0.0.2 is measured.
+    let chain = dir.path().join("chain");
+    let summary = read_run(&chain, &with_param(&mismatch, "sslmode", "verify-ca"), &[]).unwrap();
+    assert_eq!(system_tls(&summary.report).2, "verify-ca");
+    let plaintext = with_param(&url, "sslmode", "disable");
+    let error = refused(&out, &plaintext, &[]);
+    assert!(
+        error.contains("no encryption") && error.contains("accepts only TLS"),
+        "{error}"
+    );
+    let error = refused(&out, &with_param(&url, "sslmode", "verify"), &[]);
+    assert!(error.contains("unknown sslmode `verify`"), "{error}");
+    let error = refused(
+        &out,
+        &with_param(&url, "sslrootcert", "/nonexistent/ca.pem"),
+        &[],
+    );
+    assert!(error.contains("CA file /nonexistent/ca.pem"), "{error}");
+    let error = refused(&out, &with_param(&url, "sslrootcert", "/etc/hostname"), &[]);
+    assert!(error.contains("no PEM certificate"), "{error}");
+}
+
+#[test]
+fn mariadb_over_tls_is_verified_recorded_and_refused_in_one_line() {
+    let _servers = lock_servers();
+    let Some(url) = tls_url("FAIRBENCH_TEST_MYSQL_TLS_URL") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("full");
+    let summary = read_run(&out, &format!("maria={url}"), &[]).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
+    let (version, cipher, verification) = system_tls(&summary.report);
+    assert!(version.starts_with("TLSv1."), "{version}");
+    assert!(cipher.starts_with("TLS_"), "{cipher}");
+    assert_eq!(verification, "verify-full");
+    // VERIFY_CA: the chain checked, a name of the verified certificate pinned.
+    let chain = dir.path().join("chain");
+    let summary = read_run(&chain, &with_param(&url, "ssl-mode", "VERIFY_CA"), &[]).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk);
+    assert_eq!(system_tls(&summary.report).2, "verify-ca");
+
+    let out = dir.path().join("run");
+    let error = refused(&out, &with_param(&url, "ssl-ca", &wrong_ca()), &[]);
+    assert!(
+        error.contains("did not verify") && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
+    let error = refused(&out, &with_param(&url, "ssl-mode", "DISABLED"), &[]);
+    assert!(error.contains("may accept only TLS"), "{error}");
+    let error = refused(&out, &with_param(&url, "ssl-mode", "SOMETIMES"), &[]);
+    assert!(error.contains("unknown ssl-mode `SOMETIMES`"), "{error}");
+}
+
+/// A role of its own with a recognisable password, in a database of its own, on the TLS
+/// PostgreSQL (idempotent: made once per server).
+fn leak_role(url: &str, password: &str) -> String {
+    psql(
+        url,
+        &format!(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'zq_leak') THEN
+                 CREATE ROLE zq_leak LOGIN PASSWORD '{password}';
+               END IF;
+             END $$"
+        ),
+    );
+    if psql(
+        url,
+        "SELECT count(*) FROM pg_database WHERE datname = 'zq_leak'",
+    ) == "0"
+    {
+        psql(url, "CREATE DATABASE zq_leak OWNER zq_leak");
+    }
+    let rest = url.split_once('@').unwrap().1;
+    let (host, query) = rest.split_once('/').unwrap();
+    let query = query.split_once('?').map_or("", |(_, q)| q);
+    format!("postgres://zq_leak@{host}/zq_leak?{query}")
+}
+
+#[test]
+fn a_password_from_a_variable_never_reaches_any_output() {
+    let _servers = lock_servers();
+    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+        return;
+    };
+    let secret = "zq-leak-check-sql-4b1e";
+    let target = leak_role(&url, secret);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
+        .args(args("crud", &out, &["--target", &format!("pg={target}")]))
+        .args(["--workloads", "read 2c,write 1c"])
+        .env("FAIRBENCH_PASSWORD_PG", secret)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_no_secret(&out, &ran.stdout, &ran.stderr, secret);
+    // A wrong password is refused in words that do not repeat it either.
+    let failed = dir.path().join("failed");
+    let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
+        .args(args(
+            "crud",
+            &failed,
+            &["--target", &format!("pg={target}")],
+        ))
+        .env("FAIRBENCH_PASSWORD_PG", "zq-wrong-password-9c2d")
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        stderr.contains("password authentication failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("zq-wrong-password-9c2d"), "{stderr}");
+}
