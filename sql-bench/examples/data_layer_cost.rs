@@ -14,9 +14,10 @@ use common::options::TargetSpec;
 use rusqlite::Connection;
 use sql_bench::query::{Filter, Query, Value};
 use sql_bench::suites::app::COLLECTION;
+use sql_bench::suites::app::data::Data;
 use sql_bench::suites::app::layer::DataLayer;
-use sql_bench::suites::app::record::{ACCOUNT, generate};
-use sql_bench::suites::app::scenarios::{self, Params, Scenario};
+use sql_bench::suites::app::record::ACCOUNT;
+use sql_bench::suites::app::scenarios::{self, Scenario};
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -37,8 +38,8 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let data = generate(42, 10, 0, rows, rows);
-    let params = Params::choose(&data.records, 42);
+    let data = Data::prepare(42, rows, 0);
+    let params = data.params();
     let spec =
         TargetSpec::parse(&format!("sqlite:{}", path.display())).map_err(anyhow::Error::msg)?;
 
@@ -46,9 +47,9 @@ fn main() -> anyhow::Result<()> {
         let mut target = sql_bench::targets::open(&spec, dir.path()).await?;
         target.create_collection(&COLLECTION).await?;
         let mut session = target.open_doc_session(&COLLECTION).await?;
-        for chunk in data.docs.chunks(5_000) {
+        for batch in data.fill_batches(5_000) {
             session
-                .insert_batch(chunk, Instant::now() + Duration::from_secs(60))
+                .insert_batch(&batch, Instant::now() + Duration::from_secs(60))
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
@@ -59,7 +60,7 @@ fn main() -> anyhow::Result<()> {
             let started = process_cpu_ns();
             let mut layer =
                 DataLayer::new(session.as_mut(), Instant::now() + Duration::from_secs(60));
-            scenarios::run(Scenario::PointRead, &mut layer, &params).await?;
+            scenarios::run(Scenario::PointRead, &mut layer, params).await?;
             layered.push(per_read_us(started, params.point_ids.len()));
 
             // The statement the layer issues, through the adapter, without the layer.
@@ -73,8 +74,13 @@ fn main() -> anyhow::Result<()> {
                     ],
                     ..Query::default()
                 };
-                let docs = session
-                    .find(&query, Instant::now() + Duration::from_secs(60))
+                let mut docs = Vec::new();
+                session
+                    .find(
+                        &query,
+                        Instant::now() + Duration::from_secs(60),
+                        &mut |doc| docs.push(doc.to_owned()),
+                    )
                     .await
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                 std::hint::black_box(docs);

@@ -88,6 +88,10 @@ pub enum DocError {
     Lost(String),
 }
 
+/// Takes the documents a find returns, one at a time, in the query's order, as the engine
+/// streams them: an adapter hands each on instead of collecting the answer.
+pub type DocSink<'s> = dyn FnMut(&str) + Send + 's;
+
 /// One connection's document requests, each bounded by `deadline`.
 pub trait DocSession: Send {
     /// Inserts one batch as one transaction, committed durably before it returns.
@@ -96,12 +100,14 @@ pub trait DocSession: Send {
         docs: &'a [Doc],
         deadline: Instant,
     ) -> BoxFuture<'a, Result<(), DocError>>;
-    /// The JSON text of every matching document, in the query's order.
+    /// The JSON text of every matching document, in the query's order, each handed to `sink`
+    /// as it arrives.
     fn find<'a>(
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>>;
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>>;
     /// How many documents match, exactly.
     fn count<'a>(
         &'a mut self,
@@ -112,6 +118,12 @@ pub trait DocSession: Send {
     /// adapter emulated it (a page cut in the client, a count by paging), for the report.
     /// Engines that run every request themselves keep the default.
     fn answered_by(&self) -> Option<String> {
+        None
+    }
+    /// For an engine that runs inside the client process: the most memory it has held at once
+    /// (page caches, statements; all its connections), so that the client's own footprint can
+    /// be told apart from the engine's. Engines in a server of their own keep the default.
+    fn engine_heap_peak_bytes(&self) -> Option<u64> {
         None
     }
 }

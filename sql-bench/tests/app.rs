@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 use common::results::{Location, Report, Status};
 use support::*;
 
-/// Small but shaped like the seed: enough rows for every scenario to return something.
+/// Small but shaped like the seed: enough rows for every scenario to return something, and
+/// batches enough that each write has timed ones after its warm-up batch.
 const SMALL: &[&str] = &[
     "--rows",
     "3000",
+    "--batch",
+    "1000",
     "--iterations",
     "2",
     "--warmup",
@@ -74,7 +77,16 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
         if cell.workload == "fill" || cell.workload == "append" {
             let throughput = cell.throughput.as_ref().unwrap();
             assert_eq!(throughput.rounds.len(), 2);
+            // The median of two rounds: `throughput` is over rounds, as in every tool.
+            assert_eq!(
+                throughput.median,
+                (throughput.rounds[0] + throughput.rounds[1]) / 2.0
+            );
             assert_eq!(cell.extra["rows"], 3000);
+            // One warm-up batch of 1,000 written untimed per round; two timed.
+            assert_eq!(cell.extra["warmup_rows"], 1000);
+            assert_eq!(cell.extra["batch_rows_per_s"]["batches"], 4);
+            assert_eq!(cell.counts.ok, 4, "{cell:?}");
         } else {
             // Two rounds × two measured iterations, pooled.
             assert_eq!(cell.counts.ok, 4, "{cell:?}");
@@ -357,6 +369,14 @@ fn bad_input_is_refused_before_anything_is_touched() {
             "--rate does not apply to sql-bench app",
         ),
         (vec!["--batch", "100000"], "--batch 100000"),
+        (
+            vec!["--batch", "5000"],
+            "--rows 3000 in batches of 5000 makes 1 batch, and `fill` writes its first 1 untimed (--warmup 1): none would be timed",
+        ),
+        (
+            vec!["--append-rows", "2000", "--warmup", "2"],
+            "--append-rows 2000 in batches of 1000 makes 2 batches, and `append` writes its first 2 untimed",
+        ),
     ] {
         let error = format!("{:#}", app(&out, &extra).unwrap_err());
         assert!(error.contains(expected), "{extra:?}: {error}");
@@ -476,4 +496,141 @@ fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
         "what was measured before the loss is kept"
     );
     assert!(out.join("report.md").exists());
+}
+
+/// Runs the `sql-bench` binary on its own (a process of its own, so its peak resident memory is
+/// the run's alone) and reads back what it wrote.
+fn app_process(output: &Path, args: &[&str]) -> (Report, serde_json::Value) {
+    let status = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
+        .args(["app", "--output", output.to_str().unwrap(), "--quiet"])
+        .args(args)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "sql-bench app {args:?}");
+    let json = read_json(output);
+    (serde_json::from_value(json.clone()).unwrap(), json)
+}
+
+/// The two sizes the client's memory is compared at: ten times the data (a debug build
+/// fills and reads the larger in a minute or two).
+const SIZES: [&str; 2] = ["10000", "100000"];
+
+#[test]
+fn the_client_s_memory_does_not_grow_with_the_rows_and_every_answer_stays_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut peaks = Vec::new();
+    for rows in SIZES {
+        let out = dir.path().join(rows);
+        let (report, json) = app_process(
+            &out,
+            &[
+                "--rows",
+                rows,
+                "--iterations",
+                "1",
+                "--warmup",
+                "0",
+                "--rounds",
+                "1",
+            ],
+        );
+        assert_matches_schema(&out);
+        // Every scenario verified exactly at both sizes (an answer that differs is `invalid`).
+        for cell in &report.cells {
+            assert_eq!(cell.status, Status::Ok, "{rows}: {cell:?}");
+        }
+        let memory = &json["extra"]["client_memory"];
+        let peak = memory["peak_rss_bytes"].as_u64().unwrap();
+        let sqlite = memory["engine_heap_peak_bytes"]["sqlite"].as_u64().unwrap();
+        let data = json["data"]["description"].as_str().unwrap().to_owned();
+        eprintln!("{rows} rows: peak RSS {peak} bytes, SQLite's own heap {sqlite} bytes ({data})");
+        peaks.push((rows.parse::<u64>().unwrap(), peak, sqlite));
+    }
+    let ((small_rows, small, _), (large_rows, large, _)) = (peaks[0], peaks[1]);
+    // What the records themselves add between the two sizes (fill and append, about 565 bytes
+    // a document): the client that held them grew by about 2.7 KB a record.
+    let data_growth = 2 * (large_rows - small_rows) * 565;
+    let growth = large.saturating_sub(small);
+    assert!(
+        growth < 16 << 20 && growth * 8 < data_growth,
+        "the client grew by {growth} bytes from {small_rows} to {large_rows} rows ({small} → {large}); the data grew by {data_growth}"
+    );
+}
+
+#[test]
+fn a_record_moved_in_the_listing_or_swapped_out_of_view_is_invalid_at_the_larger_size() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    // The first visible record inserted is moved to the top of the sorted listing; the next
+    // visible one is soft-deleted and the first deleted one restored, which leaves the count
+    // as it was and changes which records the account sees.
+    let setup = format!(
+        "CREATE TABLE public.tampered (what text PRIMARY KEY);
+         CREATE FUNCTION tamper() RETURNS trigger LANGUAGE plpgsql AS $$
+           DECLARE visible boolean := NEW.doc->>'_account_id' = 'acct-main';
+           BEGIN
+             IF visible AND (NEW.doc->>'_deleted')::boolean THEN
+               IF NOT EXISTS (SELECT 1 FROM public.tampered WHERE what = 'restored') THEN
+                 INSERT INTO public.tampered VALUES ('restored');
+                 NEW.doc := jsonb_set(NEW.doc, '{{_deleted}}', 'false');
+               END IF;
+             ELSIF visible THEN
+               IF NOT EXISTS (SELECT 1 FROM public.tampered WHERE what = 'moved') THEN
+                 INSERT INTO public.tampered VALUES ('moved');
+                 NEW.doc := jsonb_set(NEW.doc, '{{_created_at}}', '\"2099-01-01T00:00:00.000Z\"');
+               ELSIF NOT EXISTS (SELECT 1 FROM public.tampered WHERE what = 'hidden') THEN
+                 INSERT INTO public.tampered VALUES ('hidden');
+                 NEW.doc := jsonb_set(NEW.doc, '{{_deleted}}', 'true');
+               END IF;
+             END IF;
+             RETURN NEW;
+           END $$;
+         {}",
+        on_create(
+            "CREATE TABLE",
+            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER tamper BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.tamper()'; END IF;"
+        )
+    );
+    let db = Scratch::new(&pg, "fairbench_tampered", &setup);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("tampered={}", db.url);
+    let summary = app(
+        dir.path(),
+        &[
+            "--target",
+            &target,
+            "--rows",
+            SIZES[1],
+            "--batch",
+            "5000",
+            "--rounds",
+            "1",
+            "--iterations",
+            "1",
+            "--scenarios",
+            "first-page,deep-page,count,load-all",
+        ],
+    )
+    .unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_eq!(psql(&db.url, "SELECT count(*) FROM public.tampered"), "3");
+    // The count cannot see it: one record out of view, one into it.
+    assert_eq!(cell(report, "count", "tampered").status, Status::Ok);
+    for scenario in ["first-page", "deep-page", "load-all"] {
+        let tampered = cell(report, scenario, "tampered");
+        assert_eq!(tampered.status, Status::Invalid, "{scenario}: {tampered:?}");
+        // As many rows as expected, other ids: only the digest tells.
+        let rows = tampered.extra["rows"].as_u64().unwrap();
+        let reason = tampered.reason.as_deref().unwrap();
+        assert!(
+            reason.contains(&format!("returned {rows} rows"))
+                && reason.contains(&format!("gives {rows} (digest")),
+            "{scenario}: {reason}"
+        );
+        assert!(
+            tampered.latency_ns.is_none(),
+            "an invalid cell gets no time"
+        );
+    }
 }

@@ -157,7 +157,11 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
             id: Some("r1".into()),
             ..Default::default()
         };
-        let found = session.find(&query, deadline).await.unwrap();
+        let mut found = Vec::new();
+        session
+            .find(&query, deadline, &mut |doc| found.push(doc.to_owned()))
+            .await
+            .unwrap();
         assert_eq!(found.len(), 1);
         let restored: serde_json::Value = serde_json::from_str(&found[0]).unwrap();
         assert_eq!(

@@ -42,8 +42,8 @@ fn scenario_of(cell: &Cell) -> Option<Scenario> {
     Scenario::parse(&cell.workload).ok()
 }
 
-/// The figure cells are compared by, and whether more is better: a write's median rows/s,
-/// a read's median iteration time.
+/// The figure cells are compared by, and whether more is better: a write's median rows/s over
+/// its rounds, a read's median iteration time.
 fn figure(cell: &Cell) -> Option<(f64, bool)> {
     if cell.status != Status::Ok {
         return None;
@@ -55,7 +55,9 @@ fn figure(cell: &Cell) -> Option<(f64, bool)> {
     }
 }
 
-/// Each round's own figure, whose range is the cell's noise band.
+/// Each round's own figure, from which the verdicts' intervals come: a write's rows/s per
+/// round (`throughput.rounds`, whose median is the figure shown), a read's median iteration
+/// time per round.
 fn per_round(cell: &Cell) -> Vec<f64> {
     match scenario_of(cell) {
         Some(s) if s.is_write() => cell
@@ -279,7 +281,7 @@ fn scenario_table(report: &Report) -> Table {
         })
         .collect();
     Table {
-        title: "Per scenario: median / p95 per iteration (writes: median rows/s per batch), factor against the reference".to_owned(),
+        title: "Per scenario: median / p95 per iteration (writes: median rows/s over the rounds), factor against the reference".to_owned(),
         header,
         rows,
         numeric: true,
@@ -332,11 +334,12 @@ fn summary_table(report: &Report) -> Table {
 fn method_line(report: &Report) -> String {
     let get = |key: &str| report.options.get(key).cloned().unwrap_or_default();
     format!(
-        "{} measured iterations per scenario after {} warm-ups, {} rounds each re-seeded from empty, engines interleaved in alternating order; medians and p95 pool every iteration of every round; writes in batches of {}.",
+        "{} measured iterations per scenario after {} warm-ups, {} rounds each re-seeded from empty, engines interleaved in alternating order; medians and p95 pool every iteration of every round; writes in batches of {}, the first {} of every fill and append written untimed, each round's rate its timed rows over their batches' time.",
         get("iterations"),
         get("warmup"),
         get("rounds"),
         get("batch"),
+        get("warmup"),
     )
 }
 
@@ -460,6 +463,9 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
     {
         notes.push(format!("{} answers inside the client process: a request is a function call, with no socket and no round trip.", s.name));
     }
+    if let Some(line) = memory_note(report) {
+        notes.push(line);
+    }
     for cell in &report.cells {
         if let Some(share) = cell
             .extra
@@ -503,6 +509,32 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// The client's peak resident memory, with what in-process engines held inside it.
+fn memory_note(report: &Report) -> Option<String> {
+    let memory = report.extra.get("client_memory")?;
+    let peak = memory.get("peak_rss_bytes")?.as_u64()?;
+    let mib = |bytes: u64| format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0));
+    let engines: Vec<String> = memory
+        .get("engine_heap_peak_bytes")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, bytes)| Some(format!("{name} {}", mib(bytes.as_u64()?))))
+        .collect();
+    Some(format!(
+        "The client's peak resident memory was {}{}; records are generated, written and checked as streams, so it does not grow with --rows.",
+        mib(peak),
+        if engines.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", of which the engines running inside it held at most: {}",
+                engines.join(", ")
+            )
+        }
+    ))
 }
 
 #[cfg(test)]
@@ -586,6 +618,87 @@ mod tests {
         assert_eq!(b.average_placement, Some(1.5));
         let a = standings.iter().find(|s| s.system == "a").unwrap();
         assert_eq!(a.average_placement, Some(1.5));
+    }
+
+    /// Write cells as the suite builds them: each round one quick and one slow batch, so the
+    /// batches' rates (pooled) and the rounds' rates have different medians.
+    fn measured_writes() -> Report {
+        use crate::suites::app::Data;
+        use crate::suites::app::cells::{Cells, Inserted};
+        use clap::Parser;
+        use std::time::Duration;
+        let crate::opts::Suite::App(opts) = crate::opts::Opts::try_parse_from([
+            "sql-bench",
+            "app",
+            "--rows",
+            "200",
+            "--batch",
+            "100",
+            "--rounds",
+            "3",
+        ])
+        .unwrap()
+        .suite
+        else {
+            unreachable!("the app suite")
+        };
+        let data = Data::prepare(1, 200, 200);
+        let systems: Vec<SystemInfo> = ["a", "b"]
+            .map(|name| SystemInfo {
+                name: name.into(),
+                kind: name.into(),
+                ..SystemInfo::default()
+            })
+            .to_vec();
+        let named: Vec<(&SystemInfo, Option<&str>)> = systems.iter().map(|s| (s, None)).collect();
+        let mut cells = Cells::new(&opts, &named, &[Scenario::Fill], &data);
+        for round in 0..3u64 {
+            // b takes half of a's time on every batch: twice the rate.
+            for (system, divisor) in [(0, 1), (1, 2)] {
+                let mut inserted = Inserted::default();
+                inserted.add_batch(Duration::from_millis(10) / divisor, 100);
+                inserted.add_batch(Duration::from_millis(90 + round) / divisor, 100);
+                cells.record_batches(Scenario::Fill, system, &inserted);
+            }
+        }
+        let mut report = report();
+        report.systems = systems;
+        report.cells.clear();
+        cells.write_into(&mut report);
+        report
+    }
+
+    #[test]
+    fn a_write_cell_s_throughput_is_over_its_rounds_and_its_verdict_is_the_ratio_shown() {
+        let report = measured_writes();
+        let a = find(&report, "fill", "a").unwrap();
+        let throughput = a.throughput.as_ref().unwrap();
+        // Each round: 200 rows in 100–102 ms.
+        let rounds: Vec<f64> = (0..3).map(|r| 200.0 / (0.100 + r as f64 * 0.001)).collect();
+        assert_eq!(throughput.rounds.len(), 3);
+        for (got, want) in throughput.rounds.iter().zip(&rounds) {
+            assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+        }
+        let near = |got: f64, want: f64| (got / want - 1.0).abs() < 1e-9;
+        assert!(near(throughput.median, rounds[1]), "{throughput:?}");
+        assert!(near(throughput.min, rounds[2]) && near(throughput.max, rounds[0]));
+        // The batches' rates (10,000 and about 1,100 rows/s) are in `extra`, apart.
+        let batches = &a.extra["batch_rows_per_s"];
+        assert_eq!(batches["batches"], 6);
+        assert!((batches["max"].as_f64().unwrap() / 10_000.0 - 1.0).abs() < 0.01);
+        assert!((batches["min"].as_f64().unwrap() / (100.0 / 0.092) - 1.0).abs() < 0.01);
+        assert_eq!(a.extra["warmup_rows"], 0);
+        let verdicts = judge(&report).verdicts;
+        let b = find(&report, "fill", "b")
+            .unwrap()
+            .throughput
+            .as_ref()
+            .unwrap();
+        assert_eq!(verdicts.len(), 1);
+        assert_eq!(verdicts[0].verdict, VerdictKind::Faster);
+        assert!((verdicts[0].ratio - b.median / throughput.median).abs() < 1e-9);
+        assert!((verdicts[0].ratio - 2.0).abs() < 1e-6);
+        assert!(verdicts[0].interval[0] <= 2.0 + 1e-6 && verdicts[0].interval[1] >= 2.0 - 1e-6);
     }
 
     #[test]

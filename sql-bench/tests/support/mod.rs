@@ -77,11 +77,14 @@ pub fn args<'a>(suite: &'a str, output: &'a Path, extra: &[&'a str]) -> Vec<&'a 
 }
 
 /// `app` on `rows` records with one round of two measured iterations after one warm-up (the
-/// smallest run that still verifies every scenario), then `extra`.
+/// smallest run that still verifies every scenario), in batches of 250 (so the writes have
+/// timed batches after their warm-up one), then `extra`.
 pub fn small_app<'a>(output: &'a Path, rows: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let small = [
         "--rows",
         rows,
+        "--batch",
+        "250",
         "--iterations",
         "2",
         "--warmup",

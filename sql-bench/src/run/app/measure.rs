@@ -1,6 +1,7 @@
-//! One engine's round: a fresh collection with the declared indexes, the fill, the catalog
-//! checks, each read scenario (answer verified, warm-ups discarded, iterations timed), and the
-//! append onto the populated collection.
+//! One engine's round: a fresh collection with the declared indexes, the fill (generated batch
+//! by batch, the first `--warmup` batches untimed), the catalog checks, each read scenario
+//! (every iteration's answer verified as its rows stream in, warm-ups discarded, iterations
+//! timed), and the append onto the populated collection.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -110,6 +111,9 @@ pub async fn round(
     if fill(ctx, &name, session.as_mut(), cells, index, run.progress()).await {
         measure_filled(ctx, system, &mut session, cells, index, run).await?;
     }
+    if let Some(bytes) = session.engine_heap_peak_bytes() {
+        cells.note_engine_heap(index, bytes);
+    }
     save(run, cells)?;
     drop(session);
     if !ctx.keep
@@ -199,32 +203,37 @@ enum Stopped {
     Failed(DocError, usize),
 }
 
-/// Inserts `docs` in batches, each a transaction bounded by the ceiling; returns each batch's
-/// time and rows with the client's CPU time over them, or the error and how far it got.
+/// Inserts `batches` (generated as they are taken, outside the timed calls), each a
+/// transaction bounded by the ceiling. The first `warmup` batches are written and not timed;
+/// the rest are timed one by one, with the client's CPU time over them. On failure: the error
+/// and how many batches got in.
 async fn insert_all(
     session: &mut dyn DocSession,
-    docs: &[Doc],
-    batch: u64,
+    batches: impl Iterator<Item = Vec<Doc>>,
+    warmup: u32,
     ceiling: Duration,
     interrupt: &AtomicBool,
 ) -> Result<Inserted, Stopped> {
-    let mut batches = Vec::with_capacity(docs.len() / batch as usize + 1);
-    let cpu_before = process_cpu_ns();
-    for chunk in docs.chunks(batch as usize) {
+    let mut inserted = Inserted::default();
+    for (done, batch) in batches.enumerate() {
         if interrupt.load(Ordering::SeqCst) {
             return Err(Stopped::Interrupted);
         }
+        let cpu_before = process_cpu_ns();
         let started = Instant::now();
         session
-            .insert_batch(chunk, started + ceiling)
+            .insert_batch(&batch, started + ceiling)
             .await
-            .map_err(|e| Stopped::Failed(e, batches.len()))?;
-        batches.push((started.elapsed(), chunk.len() as u64));
+            .map_err(|e| Stopped::Failed(e, done))?;
+        let time = started.elapsed();
+        if done < warmup as usize {
+            inserted.warmup_rows += batch.len() as u64;
+        } else {
+            inserted.client_cpu_ns += process_cpu_ns().saturating_sub(cpu_before);
+            inserted.add_batch(time, batch.len() as u64);
+        }
     }
-    Ok(Inserted {
-        batches,
-        client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
-    })
+    Ok(inserted)
 }
 
 /// The fill from empty: timed when `fill` is asked for, else done untimed for the reads.
@@ -239,27 +248,25 @@ async fn fill(
 ) -> bool {
     let opts = ctx.opts;
     progress.line(ctx.label(name, &format!("filling {} records", opts.rows)));
+    let timed = ctx.scenarios.contains(&Scenario::Fill);
+    let warmup = if timed { opts.common.warmup } else { 0 };
     match insert_all(
         session,
-        &ctx.data.fill.docs,
-        opts.batch,
+        ctx.data.fill_batches(opts.batch),
+        warmup,
         opts.common.ceiling,
         ctx.interrupt,
     )
     .await
     {
         Ok(inserted) => {
-            if ctx.scenarios.contains(&Scenario::Fill) {
+            if timed {
                 cells.record_batches(Scenario::Fill, index, &inserted);
+                progress.line(ctx.label(
+                    name,
+                    &format!("fill: {} rows/s", format_rate(inserted.rows_per_s())),
+                ));
             }
-            let (rows, time) = inserted.totals();
-            progress.line(ctx.label(
-                name,
-                &format!(
-                    "fill: {} rows/s",
-                    format_rate(rows as f64 / time.as_secs_f64())
-                ),
-            ));
             true
         }
         Err(Stopped::Interrupted) => false,
@@ -335,7 +342,7 @@ async fn read_scenario(
 ) -> bool {
     let opts = ctx.opts;
     let ceiling = opts.common.ceiling;
-    let params = &ctx.data.params;
+    let params = ctx.data.params();
     let expected = cells
         .expected(scenario)
         .expect("read scenarios have an expected answer");
@@ -349,8 +356,8 @@ async fn read_scenario(
         let mut layer = DataLayer::new(session, started + ceiling);
         let result = scenarios::run(scenario, &mut layer, params).await;
         let elapsed = started.elapsed();
-        let outcome = match result {
-            Ok(outcome) => outcome,
+        let answer = match result {
+            Ok(answer) => answer,
             Err(error) => {
                 let (status, reason) = failure(ctx.round, &error);
                 cells.mark(scenario, index, status, &reason);
@@ -360,21 +367,22 @@ async fn read_scenario(
         if let Some(how) = session.answered_by() {
             cells.add_answered_by(scenario, index, how);
         }
-        if iteration == 0 {
-            let answer = outcome.answer(scenario);
-            if answer != expected {
-                let reason = format!(
-                    "round {}: returned {} rows (digest {}); the generated data gives {} (digest {})",
-                    ctx.round,
-                    answer.rows,
-                    answer.digest_hex(),
-                    expected.rows,
-                    expected.digest_hex()
-                );
-                cells.mark(scenario, index, Status::Invalid, &reason);
-                return false;
-            }
-        } else if iteration > u64::from(opts.common.warmup) {
+        // Every iteration's answer is reduced as its rows arrive; each is checked, the first
+        // before any is timed.
+        if answer != expected {
+            let reason = format!(
+                "round {}, iteration {}: returned {} rows (digest {}); the generated data gives {} (digest {})",
+                ctx.round,
+                iteration + 1,
+                answer.rows,
+                answer.digest_hex(),
+                expected.rows,
+                expected.digest_hex()
+            );
+            cells.mark(scenario, index, Status::Invalid, &reason);
+            return false;
+        }
+        if iteration > u64::from(opts.common.warmup) {
             samples.push(elapsed.as_nanos() as u64);
         }
     }
@@ -402,8 +410,8 @@ async fn append(
     let opts = ctx.opts;
     match insert_all(
         session,
-        &ctx.data.append.docs,
-        opts.batch,
+        ctx.data.append_batches(opts.batch),
+        opts.common.warmup,
         opts.common.ceiling,
         ctx.interrupt,
     )
@@ -411,13 +419,9 @@ async fn append(
     {
         Ok(inserted) => {
             cells.record_batches(Scenario::Append, index, &inserted);
-            let (rows, time) = inserted.totals();
             progress.line(ctx.label(
                 name,
-                &format!(
-                    "append: {} rows/s",
-                    format_rate(rows as f64 / time.as_secs_f64())
-                ),
+                &format!("append: {} rows/s", format_rate(inserted.rows_per_s())),
             ));
         }
         Err(Stopped::Interrupted) => return,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use common::options::TargetSpec;
+use common::procstat::own_rss;
 use common::protocol::round_order;
 use common::results::SystemInfo;
 use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
@@ -33,6 +34,7 @@ const SECTION: &str = "Drop-in mode: one JSON document per record, six declared 
 pub async fn run(opts: &AppOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     opts.validate()?;
     let scenarios = plan_scenarios(opts)?;
+    check_write_warmup(opts, &scenarios)?;
     let specs = systems::plan_targets(&opts.common)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let mut systems = match connect(opts, &specs, &lifecycle).await {
@@ -40,16 +42,16 @@ pub async fn run(opts: &AppOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<S
         Err(e) => return Err(lifecycle.abandon(e)),
     };
     lifecycle.progress().line(format!(
-        "generating {} + {} records…",
+        "one pass over the seeded streams ({} records to fill, {} to append) for every expected answer…",
         opts.rows,
         opts.append_rows()
     ));
-    let data = Data::generate(opts.common.seed, opts.rows, opts.append_rows());
+    let data = Data::prepare(opts.common.seed, opts.rows, opts.append_rows());
     let mut run = lifecycle.begin(Begin {
         section: SECTION.into(),
         systems: systems.iter().map(|s| s.info.clone()).collect(),
         reference: opts.common.reference.clone(),
-        data: Some(data.info(opts.common.seed)),
+        data: Some(data.info()),
         notes: Vec::new(),
     })?;
     let named: Vec<(&SystemInfo, Option<&str>)> = systems
@@ -85,6 +87,26 @@ fn plan_scenarios(opts: &AppOpts) -> anyhow::Result<Vec<Scenario>> {
         .into_iter()
         .filter(|s| asked.contains(s))
         .collect())
+}
+
+/// A timed write keeps its first `--warmup` batches untimed: it needs more batches than that.
+fn check_write_warmup(opts: &AppOpts, scenarios: &[Scenario]) -> anyhow::Result<()> {
+    let warmup = u64::from(opts.common.warmup);
+    for (scenario, rows, flag) in [
+        (Scenario::Fill, opts.rows, "--rows"),
+        (Scenario::Append, opts.append_rows(), "--append-rows"),
+    ] {
+        let batches = rows.div_ceil(opts.batch);
+        if scenarios.contains(&scenario) && batches <= warmup {
+            anyhow::bail!(
+                "{flag} {rows} in batches of {} makes {batches} batch{}, and `{}` writes its first {warmup} untimed (--warmup {warmup}): none would be timed; lower --batch or --warmup, or raise {flag}",
+                opts.batch,
+                if batches == 1 { "" } else { "es" },
+                scenario.key()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Connects and checks that no foreign table stands where the collection goes.
@@ -159,6 +181,10 @@ fn record(
         info.verified.extend(cells.evidence(&system.info.name));
     }
     cells.write_into(report);
+    report.extra.insert(
+        "client_memory".into(),
+        client_memory(cells.engine_heap_peak_bytes()),
+    );
     let notes = notes(opts, report, cells);
     report.notes.extend(notes);
     // `finish` computes the same verdicts again; the summary needs them now.
@@ -169,4 +195,13 @@ fn record(
         .extra
         .insert("summary".into(), serde_json::to_value(summary(report))?);
     Ok(())
+}
+
+/// The client's peak resident memory (the kernel's high-water mark for this process), with
+/// what the engines running inside it reported holding, so that the two can be told apart.
+fn client_memory(engines: &std::collections::BTreeMap<String, u64>) -> serde_json::Value {
+    serde_json::json!({
+        "peak_rss_bytes": own_rss().map(|r| r.peak_bytes),
+        "engine_heap_peak_bytes": engines,
+    })
 }

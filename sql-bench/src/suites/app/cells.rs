@@ -1,6 +1,8 @@
 //! The app suite's cells, one per scenario × engine: every raw measurement pooled across rounds
-//! (never a median of medians), each round's own figure for the noise band, the rows the
-//! scenario must return, the evidence read from each engine, and the status each cell earned.
+//! (never a median of medians), each round's own figure for the verdicts (a write's
+//! `throughput` is over its rounds, as in every tool; its batches' rates go to `extra`), the
+//! rows the scenario must return, the evidence read from each engine, and the status each cell
+//! earned.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -9,24 +11,53 @@ use common::protocol::severity;
 use common::recorder::{Recorder, encode_histogram, percentiles};
 use common::results::{Cell, Report, Status, SystemInfo, Throughput};
 
+use super::answer::Answer;
 use super::data::Data;
-use super::scenarios::{Answer, Scenario, expected};
+use super::scenarios::Scenario;
 use crate::opts::AppOpts;
 
-/// One round's inserts: each batch's time and rows, and the client's CPU time over them.
-#[derive(Debug, Clone, Default)]
+/// One round's inserts: the timed batches (those after the warm-up) and the client's CPU time
+/// over them. Held as histograms, so its size does not grow with the rows.
+#[derive(Debug, Clone)]
 pub struct Inserted {
-    pub batches: Vec<(Duration, u64)>,
+    /// Each timed batch's time.
+    pub batch_times: Recorder,
+    /// Each timed batch's time per row: its rate's inverse, so the rates' median and range
+    /// come from one histogram.
+    pub row_times: Recorder,
+    pub rows: u64,
+    pub time: Duration,
+    /// Rows of the warm-up batches, written and not timed.
+    pub warmup_rows: u64,
     pub client_cpu_ns: u64,
 }
 
+impl Default for Inserted {
+    fn default() -> Inserted {
+        Inserted {
+            batch_times: Recorder::new(false),
+            row_times: Recorder::new(false),
+            rows: 0,
+            time: Duration::ZERO,
+            warmup_rows: 0,
+            client_cpu_ns: 0,
+        }
+    }
+}
+
 impl Inserted {
-    /// Rows inserted and the time the batches took.
-    pub fn totals(&self) -> (u64, Duration) {
-        (
-            self.batches.iter().map(|b| b.1).sum(),
-            self.batches.iter().map(|b| b.0).sum(),
-        )
+    /// A timed batch of `rows` that took `time`.
+    pub fn add_batch(&mut self, time: Duration, rows: u64) {
+        self.batch_times.record_ok(time, time);
+        let per_row = time / u32::try_from(rows.max(1)).unwrap_or(u32::MAX);
+        self.row_times.record_ok(per_row, per_row);
+        self.rows += rows;
+        self.time += time;
+    }
+
+    /// The round's rate: its timed rows over the time their batches took.
+    pub fn rows_per_s(&self) -> f64 {
+        self.rows as f64 / self.time.as_secs_f64().max(1e-9)
     }
 }
 
@@ -37,12 +68,14 @@ struct AppCell {
     expected: Option<Answer>,
     /// Rows the scenario returns (reads) or inserts per round (writes).
     rows: u64,
-    /// Iteration times (reads) or batch times (writes), pooled over rounds.
+    /// Iteration times (reads) or timed batch times (writes), pooled over rounds.
     samples: Recorder,
     /// Reads: each round's median iteration time, ns. Writes: each round's rows/s.
     per_round: Vec<f64>,
-    /// Writes: each batch's rows/s, pooled over rounds.
-    batch_rates: Vec<f64>,
+    /// Writes: each timed batch's time per row, pooled over rounds.
+    row_times: Recorder,
+    /// Writes: rows per round written in the warm-up batches, not timed.
+    warmup_rows: u64,
     /// Writes: the client's CPU time and the wall time over every batch.
     client_cpu_ns: u64,
     wall_ns: u64,
@@ -58,6 +91,8 @@ pub struct Cells {
     cells: Vec<AppCell>,
     systems: Vec<String>,
     evidence: BTreeMap<String, BTreeMap<String, String>>,
+    /// In-process engines: the most memory each held at once, as it reports it.
+    engine_heap_peak_bytes: BTreeMap<String, u64>,
 }
 
 fn median(values: &mut [u64]) -> f64 {
@@ -80,8 +115,7 @@ impl Cells {
     ) -> Cells {
         let mut cells = Vec::new();
         for scenario in scenarios {
-            let answer = (!scenario.is_write())
-                .then(|| expected(*scenario, &data.fill.records, &data.params));
+            let answer = data.expected(*scenario);
             let rows = match scenario {
                 Scenario::Fill => opts.rows,
                 Scenario::Append => opts.append_rows(),
@@ -99,7 +133,8 @@ impl Cells {
                     rows,
                     samples: Recorder::new(false),
                     per_round: Vec::new(),
-                    batch_rates: Vec::new(),
+                    row_times: Recorder::new(false),
+                    warmup_rows: 0,
                     client_cpu_ns: 0,
                     wall_ns: 0,
                     status,
@@ -114,6 +149,7 @@ impl Cells {
             cells,
             systems: systems.iter().map(|(info, _)| info.name.clone()).collect(),
             evidence: BTreeMap::new(),
+            engine_heap_peak_bytes: BTreeMap::new(),
         }
     }
 
@@ -187,16 +223,12 @@ impl Cells {
         let Some(cell) = self.cell(scenario, system) else {
             return;
         };
-        for (time, rows) in &inserted.batches {
-            cell.samples.record_ok(*time, *time);
-            cell.batch_rates
-                .push(*rows as f64 / time.as_secs_f64().max(1e-9));
-        }
-        let (rows, time) = inserted.totals();
-        cell.per_round
-            .push(rows as f64 / time.as_secs_f64().max(1e-9));
+        cell.samples.merge(&inserted.batch_times);
+        cell.row_times.merge(&inserted.row_times);
+        cell.per_round.push(inserted.rows_per_s());
+        cell.warmup_rows = inserted.warmup_rows;
         cell.client_cpu_ns += inserted.client_cpu_ns;
-        cell.wall_ns += time.as_nanos() as u64;
+        cell.wall_ns += inserted.time.as_nanos() as u64;
     }
 
     /// How the engine answered a scenario when its adapter emulated the request.
@@ -212,6 +244,19 @@ impl Cells {
             .entry(name)
             .or_default()
             .insert(key.to_owned(), value);
+    }
+
+    /// The most memory an in-process engine has held at once, as it reports it.
+    pub fn note_engine_heap(&mut self, system: usize, bytes: u64) {
+        let peak = self
+            .engine_heap_peak_bytes
+            .entry(self.systems[system].clone())
+            .or_default();
+        *peak = (*peak).max(bytes);
+    }
+
+    pub fn engine_heap_peak_bytes(&self) -> &BTreeMap<String, u64> {
+        &self.engine_heap_peak_bytes
     }
 
     /// What was read from `system`'s catalog, for its `verified` settings.
@@ -265,12 +310,13 @@ impl AppCell {
                 let share = self.client_cpu_ns as f64 / self.wall_ns as f64;
                 cell.extra.insert("client_cpu_share".into(), share.into());
             }
-            if let Some(t) = Throughput::from_rounds(self.batch_rates.clone()) {
-                cell.throughput = Some(Throughput {
-                    rounds: self.per_round.clone(),
-                    ..t
-                });
+            // Median, min and max over the rounds, as every tool's `throughput` is.
+            cell.throughput = Throughput::from_rounds(self.per_round.clone());
+            if let Some(batches) = batch_rates(&self.row_times) {
+                cell.extra.insert("batch_rows_per_s".into(), batches);
             }
+            cell.extra
+                .insert("warmup_rows".into(), self.warmup_rows.into());
         } else {
             cell.extra
                 .insert("round_medians_ns".into(), self.per_round.clone().into());
@@ -286,6 +332,21 @@ impl AppCell {
         }
         cell
     }
+}
+
+/// The timed batches' rates (rows/s), from their times per row: median, min and max.
+fn batch_rates(row_times: &Recorder) -> Option<serde_json::Value> {
+    let h = &row_times.latency;
+    if h.is_empty() {
+        return None;
+    }
+    let rate = |ns: u64| 1e9 / ns.max(1) as f64;
+    Some(serde_json::json!({
+        "batches": h.len(),
+        "median": rate(h.value_at_quantile(0.5)),
+        "min": rate(h.max()),
+        "max": rate(h.min()),
+    }))
 }
 
 #[cfg(test)]

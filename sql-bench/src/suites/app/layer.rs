@@ -1,7 +1,9 @@
 //! The application's data layer. Every request of every scenario goes through it, as in the
 //! application the seeds measured: it adds the account filter and the soft-delete filter,
 //! turns page numbers into offsets, and deserializes every returned document into a typed
-//! [`Record`]. Engine adapters only translate and execute; this cost is part of what is timed.
+//! [`Record`] as the engine streams it back, handing each to the caller instead of collecting
+//! them (a 2 GB answer never sits in the client). Engine adapters only translate and execute;
+//! this cost is part of what is timed.
 
 use std::time::Instant;
 
@@ -52,17 +54,23 @@ impl<'a> DataLayer<'a> {
             filters: Self::scoped(Vec::new()),
             ..Query::default()
         };
-        let docs = self.store.find(&query, self.deadline).await?;
-        Ok(decode(docs)?.into_iter().next())
+        let mut found = None;
+        self.fetch(&query, &mut |record| {
+            found.get_or_insert(record);
+        })
+        .await?;
+        Ok(found)
     }
 
-    /// Every visible record matching `filters`, in the order `sort` gives, one page or all.
+    /// Every visible record matching `filters`, in the order `sort` gives, one page or all,
+    /// each handed to `each` as it arrives (nothing is collected).
     pub async fn list(
         &mut self,
         filters: Vec<Filter>,
         sort: Option<Sort>,
         page: Option<Page>,
-    ) -> Result<Vec<Record>, LayerError> {
+        each: &mut (dyn FnMut(Record) + Send),
+    ) -> Result<(), LayerError> {
         let query = Query {
             id: None,
             filters: Self::scoped(filters),
@@ -70,7 +78,7 @@ impl<'a> DataLayer<'a> {
             skip: page.map_or(0, |p| (p.number - 1) * p.size),
             limit: page.map(|p| p.size),
         };
-        decode(self.store.find(&query, self.deadline).await?)
+        self.fetch(&query, each).await
     }
 
     /// How many visible records match `filters`, exactly.
@@ -81,18 +89,36 @@ impl<'a> DataLayer<'a> {
         };
         Ok(self.store.count(&query, self.deadline).await?)
     }
-}
 
-fn decode(docs: Vec<String>) -> Result<Vec<Record>, LayerError> {
-    docs.iter()
-        .map(|doc| serde_json::from_str(doc).map_err(|e| LayerError::Decode(e.to_string())))
-        .collect()
+    /// Deserializes every document the engine streams back; the first that does not
+    /// deserialize fails the request (the rest are read and dropped).
+    async fn fetch(
+        &mut self,
+        query: &Query,
+        each: &mut (dyn FnMut(Record) + Send),
+    ) -> Result<(), LayerError> {
+        let mut failed: Option<String> = None;
+        let mut decode = |doc: &str| {
+            if failed.is_some() {
+                return;
+            }
+            match serde_json::from_str::<Record>(doc) {
+                Ok(record) => each(record),
+                Err(e) => failed = Some(e.to_string()),
+            }
+        };
+        self.store.find(query, self.deadline, &mut decode).await?;
+        match failed {
+            Some(message) => Err(LayerError::Decode(message)),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::{Condition, Doc};
+    use crate::query::{Condition, Doc, DocSink};
     use common::pool::BoxFuture;
 
     /// Records the queries it is asked and answers with one fixed document.
@@ -113,10 +139,11 @@ mod tests {
             &'a mut self,
             query: &'a Query,
             _: Instant,
-        ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+            sink: &'a mut DocSink<'_>,
+        ) -> BoxFuture<'a, Result<(), DocError>> {
             self.queries.push(query.clone());
-            let answer = self.answer.clone();
-            Box::pin(async move { Ok(vec![answer]) })
+            sink(&self.answer);
+            Box::pin(async { Ok(()) })
         }
         fn count<'a>(
             &'a mut self,
@@ -130,9 +157,9 @@ mod tests {
 
     #[tokio::test]
     async fn every_request_is_scoped_paged_and_deserialized() {
-        let record = super::super::record::generate(1, 1, 0, 1, 1)
-            .records
-            .remove(0);
+        let record = super::super::record::Generator::new(1, 1, 0, 1, 1)
+            .next()
+            .unwrap();
         let mut store = Recording {
             queries: Vec::new(),
             answer: serde_json::to_string(&record).unwrap(),
@@ -142,7 +169,11 @@ mod tests {
             number: 3,
             size: 50,
         };
-        let listed = layer.list(vec![], None, Some(page)).await.unwrap();
+        let mut listed = Vec::new();
+        layer
+            .list(vec![], None, Some(page), &mut |r| listed.push(r))
+            .await
+            .unwrap();
         assert_eq!(listed, vec![record.clone()]);
         assert_eq!(layer.get(&record.id).await.unwrap(), Some(record));
         assert_eq!(layer.count(vec![]).await.unwrap(), 7);
@@ -169,7 +200,10 @@ mod tests {
             answer: "{\"id\": 3}".into(),
         };
         let mut layer = DataLayer::new(&mut store, Instant::now());
-        let error = layer.list(vec![], None, None).await.unwrap_err();
+        let error = layer
+            .list(vec![], None, None, &mut |_| panic!("nothing decodes"))
+            .await
+            .unwrap_err();
         assert!(matches!(error, LayerError::Decode(_)), "{error}");
     }
 }

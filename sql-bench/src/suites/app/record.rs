@@ -2,8 +2,9 @@
 //! into, the seeded generator that gives every engine byte-identical documents, and the index
 //! set declared once for every adapter.
 
-use common::data::{Checksum, ascii, rng};
+use common::data::{ascii, rng};
 use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::query::Doc;
@@ -84,44 +85,85 @@ impl Record {
     }
 }
 
-/// Generated records with their stored form.
-pub struct Dataset {
-    pub records: Vec<Record>,
-    pub docs: Vec<Doc>,
-    pub checksum: Checksum,
+/// How many parents of each kind a collection of `shape_rows` records has: sized per record,
+/// so every size shows the seed's per-parent shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub inspections: u64,
+    pub systems: u64,
+    valves: u64,
+    rooms: u64,
+    remarks: u64,
 }
 
-/// Generates `count` records numbered from `first` (the append set continues the numbering,
-/// so its ids never collide with the fill's), drawn from stream `stream` of `seed`. The
-/// parent counts follow `shape_rows`, so appended records land under the same parents.
-pub fn generate(seed: u64, stream: u64, first: u64, count: u64, shape_rows: u64) -> Dataset {
-    let mut rng = rng(seed, stream);
-    let parents = |per: u64| (shape_rows / per).max(1);
-    let (inspections, systems, valves, rooms, remarks) = (
-        parents(PER_INSPECTION),
-        parents(PER_SYSTEM),
-        parents(PER_VALVE),
-        parents(PER_ROOM),
-        parents(PER_REMARK),
-    );
-    let mut checksum = Checksum::default();
-    let mut records = Vec::with_capacity(count as usize);
-    let mut docs = Vec::with_capacity(count as usize);
-    for n in first..first + count {
-        let pick = |rng: &mut rand_chacha::ChaCha8Rng, prefix: &str, of: u64| {
-            format!("{prefix}-{:06}", rng.random_range(0..of))
+impl Shape {
+    pub fn of(shape_rows: u64) -> Shape {
+        let parents = |per: u64| (shape_rows / per).max(1);
+        Shape {
+            inspections: parents(PER_INSPECTION),
+            systems: parents(PER_SYSTEM),
+            valves: parents(PER_VALVE),
+            rooms: parents(PER_ROOM),
+            remarks: parents(PER_REMARK),
+        }
+    }
+}
+
+/// Parent `n` of a kind, as records name it (`insp-000042`).
+pub fn parent_id(prefix: &str, n: u64) -> String {
+    format!("{prefix}-{n:06}")
+}
+
+pub const INSPECTION_PREFIX: &str = "insp";
+pub const SYSTEM_PREFIX: &str = "sys";
+
+/// The seeded stream of records numbered `first..first + count`, generated one at a time:
+/// nothing holds the whole collection.
+pub struct Generator {
+    rng: ChaCha8Rng,
+    shape: Shape,
+    next: u64,
+    end: u64,
+}
+
+impl Generator {
+    /// Records numbered from `first` (the append set continues the numbering, so its ids never
+    /// collide with the fill's), drawn from stream `stream` of `seed`. The parent counts follow
+    /// `shape_rows`, so appended records land under the same parents.
+    pub fn new(seed: u64, stream: u64, first: u64, count: u64, shape_rows: u64) -> Generator {
+        Generator {
+            rng: rng(seed, stream),
+            shape: Shape::of(shape_rows),
+            next: first,
+            end: first + count,
+        }
+    }
+}
+
+impl Iterator for Generator {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        if self.next >= self.end {
+            return None;
+        }
+        let n = self.next;
+        self.next += 1;
+        let (rng, shape) = (&mut self.rng, self.shape);
+        let pick = |rng: &mut ChaCha8Rng, prefix: &str, of: u64| {
+            parent_id(prefix, rng.random_range(0..of))
         };
         let created_ms = EPOCH_MS + rng.random_range(0..SPAN_MS);
         let note_len = rng.random_range(80..200);
-        let record = Record {
+        Some(Record {
             id: format!("{n:08x}{:016x}", rng.random::<u64>()),
             kind: TYPES[rng.random_range(0..TYPES.len())].to_owned(),
-            inspection_id: pick(&mut rng, "insp", inspections),
-            system_id: pick(&mut rng, "sys", systems),
-            valve_id: pick(&mut rng, "valve", valves),
-            room_id: pick(&mut rng, "room", rooms),
-            remark_id: pick(&mut rng, "remark", remarks),
-            type_group_id: pick(&mut rng, "group", TYPE_GROUPS),
+            inspection_id: pick(rng, INSPECTION_PREFIX, shape.inspections),
+            system_id: pick(rng, SYSTEM_PREFIX, shape.systems),
+            valve_id: pick(rng, "valve", shape.valves),
+            room_id: pick(rng, "room", shape.rooms),
+            remark_id: pick(rng, "remark", shape.remarks),
+            type_group_id: pick(rng, "group", TYPE_GROUPS),
             account_id: if rng.random_bool(OTHER_ACCOUNT_SHARE) {
                 OTHER_ACCOUNT
             } else {
@@ -136,24 +178,20 @@ pub fn generate(seed: u64, stream: u64, first: u64, count: u64, shape_rows: u64)
             unit: UNITS[rng.random_range(0..UNITS.len())].to_owned(),
             location: format!(
                 "Building {} floor {}",
-                ascii(&mut rng, 6),
+                ascii(rng, 6),
                 rng.random_range(1..20)
             ),
-            created_by: ascii(&mut rng, 12),
-            note: ascii(&mut rng, note_len),
-        };
-        let json = serde_json::to_string(&record).expect("a record always serializes");
-        checksum.update(json.as_bytes());
-        docs.push(Doc {
-            id: record.id.clone(),
-            json,
-        });
-        records.push(record);
+            created_by: ascii(rng, 12),
+            note: ascii(rng, note_len),
+        })
     }
-    Dataset {
-        records,
-        docs,
-        checksum,
+}
+
+/// A record's stored form: its key and its JSON document.
+pub fn stored(record: &Record) -> Doc {
+    Doc {
+        id: record.id.clone(),
+        json: serde_json::to_string(record).expect("a record always serializes"),
     }
 }
 
@@ -197,9 +235,9 @@ mod tests {
     fn the_shape_per_parent_matches_the_seed() {
         // Parents are sized per record, so 50,000 rows show the same per-parent shapes as the
         // seed's 250,000 (about 494 per inspection, 165 in the range), with totals a fifth.
-        let data = generate(42, 1, 0, 50_000, 50_000);
-        let visible: Vec<&Record> = data.records.iter().filter(|r| r.visible()).collect();
-        let first = &data.records[0];
+        let records: Vec<Record> = Generator::new(42, 1, 0, 50_000, 50_000).collect();
+        let visible: Vec<&Record> = records.iter().filter(|r| r.visible()).collect();
+        let first = &records[0];
         let per_inspection = visible
             .iter()
             .filter(|r| r.inspection_id == first.inspection_id)
@@ -217,29 +255,51 @@ mod tests {
             "{}",
             visible.len()
         );
-        let mean_doc = data.docs.iter().map(|d| d.json.len()).sum::<usize>() / data.docs.len();
+        let mean_doc = records.iter().map(|r| stored(r).json.len()).sum::<usize>() / records.len();
         assert!(
             (300..600).contains(&mean_doc),
             "a record is a few hundred bytes: {mean_doc}"
         );
+        assert_eq!(Shape::of(50_000).inspections, 101);
+        assert!(first.inspection_id.starts_with("insp-0"));
     }
 
     #[test]
     fn generation_is_deterministic_and_appends_never_collide() {
-        let a = generate(7, 1, 0, 1_000, 1_000);
-        let b = generate(7, 1, 0, 1_000, 1_000);
-        assert_eq!(a.checksum.hex(), b.checksum.hex());
-        assert_eq!(a.docs[10].json, b.docs[10].json);
-        let appended = generate(7, 2, 1_000, 1_000, 1_000);
+        let a: Vec<Doc> = Generator::new(7, 1, 0, 1_000, 1_000)
+            .map(|r| stored(&r))
+            .collect();
+        let b: Vec<Doc> = Generator::new(7, 1, 0, 1_000, 1_000)
+            .map(|r| stored(&r))
+            .collect();
+        assert!(
+            a.iter()
+                .zip(&b)
+                .all(|(a, b)| a.json == b.json && a.id == b.id)
+        );
+        let appended: Vec<Record> = Generator::new(7, 2, 1_000, 1_000, 1_000).collect();
         let ids: std::collections::HashSet<&str> = a
-            .docs
             .iter()
-            .chain(&appended.docs)
             .map(|d| d.id.as_str())
+            .chain(appended.iter().map(|r| r.id.as_str()))
             .collect();
         assert_eq!(ids.len(), 2_000);
-        let parsed: Record = serde_json::from_str(&a.docs[3].json).unwrap();
-        assert_eq!(parsed, a.records[3]);
-        assert!(a.docs[3].json.contains("\"_inspection_id\":\"insp-"));
+        let parsed: Record = serde_json::from_str(&a[3].json).unwrap();
+        assert_eq!(
+            parsed,
+            Generator::new(7, 1, 0, 1_000, 1_000).nth(3).unwrap()
+        );
+        assert!(a[3].json.contains("\"_inspection_id\":\"insp-"));
+    }
+
+    #[test]
+    fn the_stream_is_the_one_earlier_versions_generated() {
+        // The FNV-1a of the first thousand documents of seed 42's fill, as the generator that
+        // held every record in memory produced them: streaming changed no byte.
+        let mut checksum = common::data::Checksum::default();
+        for record in Generator::new(42, 10, 0, 1_000, 1_000) {
+            checksum.update(stored(&record).json.as_bytes());
+        }
+        assert_eq!(checksum.hex(), "121149b2ab1efbbd");
     }
 }

@@ -11,8 +11,8 @@ use serde_json::{Map, Value as Json, json};
 
 use super::{CouchTarget, Flavor, Http, database};
 use crate::query::{
-    Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
-    time_left,
+    Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    Value, time_left,
 };
 use crate::targets::TargetError;
 
@@ -218,12 +218,16 @@ impl CouchDocs {
 
     /// Every document `query` selects, paged: CouchDB continues with its bookmark, a server
     /// without bookmarks (pouchdb-server) gets the whole answer in one request.
+    /// Every matching document through `_find`, page by page (one bookmark page at a time;
+    /// pouchdb-server, which pages badly, in one answer), each handed to `each`. Returns how
+    /// many there were.
     async fn select(
         &self,
         query: &Query,
         fields: Option<&[&str]>,
         deadline: Instant,
-    ) -> Result<Vec<Map<String, Json>>, DocError> {
+        each: &mut (dyn FnMut(Map<String, Json>) + Send),
+    ) -> Result<u64, DocError> {
         let mut body = json!({"selector": selector(query)});
         if let Some(sort) = query.sort {
             let direction = if sort.descending { "desc" } else { "asc" };
@@ -237,38 +241,41 @@ impl CouchDocs {
         }
         let paged = self.http.flavor != Flavor::PouchDb;
         let wanted = query.limit.unwrap_or(u64::MAX);
-        let mut out = Vec::new();
+        let mut seen = 0u64;
         loop {
             let page = if paged {
-                PAGE_DOCS.min(wanted - out.len() as u64)
+                PAGE_DOCS.min(wanted - seen)
             } else {
                 wanted.min(i64::MAX as u64)
             };
             body["limit"] = json!(page);
-            let answer = self.find_page(&body, deadline).await?;
-            let docs = match answer.get("docs") {
-                Some(Json::Array(docs)) => docs.clone(),
-                _ => {
-                    return Err(DocError::Refused(format!(
-                        "_find answered without docs: {answer}"
-                    )));
-                }
+            let mut answer = self.find_page(&body, deadline).await?;
+            if !matches!(answer.get("docs"), Some(Json::Array(_))) {
+                return Err(DocError::Refused(format!(
+                    "_find answered without docs: {answer}"
+                )));
+            }
+            let docs = answer.get_mut("docs").map(Json::take);
+            let Some(Json::Array(docs)) = docs else {
+                unreachable!("checked above")
             };
             let got = docs.len() as u64;
-            out.extend(docs.into_iter().filter_map(|d| match d {
-                Json::Object(map) => Some(map),
-                _ => None,
-            }));
+            for doc in docs {
+                if let Json::Object(map) = doc {
+                    seen += 1;
+                    each(map);
+                }
+            }
             let bookmark = answer.get("bookmark").and_then(Json::as_str);
             match bookmark {
-                Some(mark) if paged && got == page && (out.len() as u64) < wanted => {
+                Some(mark) if paged && got == page && seen < wanted => {
                     body["bookmark"] = json!(mark);
                     // The bookmark carries the position; a skip applies only to the first page.
                     if let Some(object) = body.as_object_mut() {
                         object.remove("skip");
                     }
                 }
-                _ => return Ok(out),
+                _ => return Ok(seen),
             }
         }
     }
@@ -324,11 +331,13 @@ impl DocSession for CouchDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
         self.method = None;
         Box::pin(async move {
-            let docs = self.select(query, None, deadline).await?;
-            Ok(docs.into_iter().map(restore).collect())
+            self.select(query, None, deadline, &mut |doc| sink(&restore(doc)))
+                .await
+                .map(drop)
         })
     }
 
@@ -338,9 +347,11 @@ impl DocSession for CouchDocs {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<u64, DocError>> {
         Box::pin(async move {
-            let ids = self.select(query, Some(&["_id"]), deadline).await?;
+            let ids = self
+                .select(query, Some(&["_id"]), deadline, &mut drop)
+                .await?;
             self.method = Some("Mango has no count: the adapter fetched the _id of every matching document through _find and counted them".into());
-            Ok(ids.len() as u64)
+            Ok(ids)
         })
     }
 

@@ -22,8 +22,8 @@ use super::{
     CqlError, CqlTarget, PAGE_ROWS, connect, decode, each_row, is_lost, is_server_timeout, rows,
 };
 use crate::query::{
-    Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
-    within,
+    Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    Value, within,
 };
 use crate::targets::TargetError;
 
@@ -346,7 +346,11 @@ impl CqlDocs {
 
     /// A page the server cannot cut itself: the keys (and sort field) of every matching row,
     /// sorted and sliced here, then the page's documents read by key.
-    async fn emulated_page(&mut self, query: &Query) -> Result<Vec<String>, DocError> {
+    async fn emulated_page(
+        &mut self,
+        query: &Query,
+        sink: &mut DocSink<'_>,
+    ) -> Result<(), DocError> {
         let (filter, values) = conditions(query);
         let sort_column = query.sort.map(|s| column(s.field));
         let select = match &sort_column {
@@ -415,12 +419,16 @@ impl CqlDocs {
                 "sliced"
             },
         ));
-        Ok(page.iter().filter_map(|id| by_id.remove(id)).collect())
+        for doc in page.iter().filter_map(|id| by_id.remove(id)) {
+            sink(&doc);
+        }
+        Ok(())
     }
 
-    async fn select_docs(&mut self, query: &Query) -> Result<Vec<String>, DocError> {
+    /// Page by page from the server, each row handed on as it is decoded.
+    async fn select_docs(&mut self, query: &Query, sink: &mut DocSink<'_>) -> Result<(), DocError> {
         if query.sort.is_some() || query.skip > 0 {
-            return self.emulated_page(query).await;
+            return self.emulated_page(query, sink).await;
         }
         let (filter, values) = conditions(query);
         let limit = query
@@ -435,13 +443,11 @@ impl CqlDocs {
             None => format!("SELECT doc FROM {}{filter}{limit}", self.table),
         };
         let statement = self.statement(cql).await?;
-        let mut out = Vec::new();
         each_row(&self.session, &statement, &values, |(doc,): (String,)| {
-            out.push(doc)
+            sink(&doc)
         })
         .await
-        .map_err(doc_error)?;
-        Ok(out)
+        .map_err(doc_error)
     }
 }
 
@@ -468,9 +474,10 @@ impl DocSession for CqlDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
         self.method = None;
-        Box::pin(within(deadline, self.select_docs(query)))
+        Box::pin(within(deadline, self.select_docs(query, sink)))
     }
 
     fn count<'a>(

@@ -13,8 +13,8 @@ use mongodb::options::{ClientOptions, IndexOptions};
 
 use super::{DATABASE, MongoTarget, is_lost, open_client};
 use crate::query::{
-    Collection, CollectionState, Condition, Doc, DocError, DocSession, IndexEntry, Query, Value,
-    time_left, within,
+    Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    Value, time_left, within,
 };
 use crate::targets::{Identity, TargetError};
 
@@ -179,7 +179,8 @@ impl DocSession for MongoDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
         Box::pin(async move {
             let mut find = self
                 .handle
@@ -197,18 +198,18 @@ impl DocSession for MongoDocs {
                 find = find.limit(limit as i64);
             }
             let read = async {
+                // One server batch at a time: the cursor fetches the next as this one is used.
                 let mut cursor = find.await.map_err(doc_error)?;
-                let mut out = Vec::new();
                 while cursor.advance().await.map_err(doc_error)? {
                     let document = cursor
                         .deserialize_current()
                         .map_err(|e| DocError::Refused(e.to_string()))?;
-                    out.push(
-                        serde_json::to_string(&document)
+                    sink(
+                        &serde_json::to_string(&document)
                             .map_err(|e| DocError::Refused(e.to_string()))?,
                     );
                 }
-                Ok(out)
+                Ok(())
             };
             within(deadline, read).await
         })

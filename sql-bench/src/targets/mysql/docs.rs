@@ -10,7 +10,8 @@ use mysql_async::{Conn, Opts};
 
 use super::{DATABASE, MARKER, MysqlTarget, connect, physical};
 use crate::query::{
-    Collection, CollectionState, Doc, DocError, DocSession, IndexEntry, Query, covered_field,
+    Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{Identity, TargetError};
@@ -237,12 +238,35 @@ impl DocSession for MysqlDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
         Box::pin(async move {
             let (sql, params) = select(&MysqlDialect, &self.collection, query, Output::Documents);
-            let request = self.conn.exec::<String, _, _>(sql, bind(params));
-            match tokio::time::timeout_at(deadline.into(), request).await {
-                Ok(result) => result.map_err(doc_error),
+            let conn = &mut self.conn;
+            // Row by row off the connection: a whole-collection answer is never held.
+            let stream = async move {
+                let mut rows = conn.exec_iter(sql, bind(params)).await?;
+                let mut undecodable = None;
+                rows.for_each(|row| match row.as_ref(0) {
+                    Some(mysql_async::Value::Bytes(bytes)) => match std::str::from_utf8(bytes) {
+                        Ok(doc) => sink(doc),
+                        Err(e) => {
+                            undecodable
+                                .get_or_insert_with(|| format!("a document is not UTF-8: {e}"));
+                        }
+                    },
+                    other => {
+                        undecodable
+                            .get_or_insert_with(|| format!("a document came back as {other:?}"));
+                    }
+                })
+                .await?;
+                Ok(undecodable)
+            };
+            match tokio::time::timeout_at(deadline.into(), stream).await {
+                Ok(Ok(None)) => Ok(()),
+                Ok(Ok(Some(message))) => Err(DocError::Refused(message)),
+                Ok(Err(e)) => Err(doc_error(e)),
                 Err(_) => Err(self.give_up().await),
             }
         })

@@ -9,12 +9,14 @@ use std::time::Instant;
 use bytes::BytesMut;
 use common::pool::BoxFuture;
 use common::tls::postgres::MakeTls;
+use futures_util::TryStreamExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{CancelToken, Client, Statement};
 
 use super::{MARKER, PgLink, PostgresTarget, SCHEMA, connect, describe_error, physical};
 use crate::query::{
-    Collection, CollectionState, Doc, DocError, DocSession, IndexEntry, Query, covered_field,
+    Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{Identity, TargetError};
@@ -241,15 +243,24 @@ impl DocSession for PostgresDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
         Box::pin(async move {
             let (sql, values) =
                 select(&PostgresDialect, &self.collection, query, Output::Documents);
             let statement = self.statement(sql).await?;
-            let rows = self
-                .bounded(deadline, self.client.query(&statement, &params(&values)))
-                .await?;
-            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+            let client = &self.client;
+            // Rows are read off the connection as they come (the driver's channel holds one
+            // batch of messages at a time), so a whole-collection answer is never held.
+            let stream = async {
+                let rows = client.query_raw(&statement, params(&values)).await?;
+                let mut rows = std::pin::pin!(rows);
+                while let Some(row) = rows.try_next().await? {
+                    sink(row.try_get::<_, &str>(0)?);
+                }
+                Ok::<(), tokio_postgres::Error>(())
+            };
+            self.bounded(deadline, stream).await
         })
     }
 

@@ -11,7 +11,8 @@ use rusqlite::{Connection, ErrorCode, params_from_iter};
 
 use super::{MARKER_TABLE, SqliteTarget, connect, physical};
 use crate::query::{
-    Collection, CollectionState, Doc, DocError, DocSession, IndexEntry, Query, covered_field,
+    Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
+    covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{Identity, TargetError};
@@ -178,14 +179,24 @@ impl SqliteDocs {
         self.deadline_ns.store(ns, Ordering::Relaxed);
     }
 
-    fn find_now(&mut self, query: &Query, deadline: Instant) -> Result<Vec<String>, DocError> {
+    /// Steps through the rows, handing each document on as SQLite produces it.
+    fn find_now(
+        &mut self,
+        query: &Query,
+        deadline: Instant,
+        sink: &mut DocSink<'_>,
+    ) -> Result<(), DocError> {
         self.arm(deadline);
         let (sql, params) = select(&SqliteDialect, &self.collection, query, Output::Documents);
         let mut stmt = self.conn.prepare_cached(&sql).map_err(doc_error)?;
-        let rows = stmt
-            .query_map(params_from_iter(bind(&params)), |r| r.get::<_, String>(0))
+        let mut rows = stmt
+            .query(params_from_iter(bind(&params)))
             .map_err(doc_error)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(doc_error)
+        while let Some(row) = rows.next().map_err(doc_error)? {
+            let doc = row.get_ref(0).map_err(doc_error)?;
+            sink(doc.as_str().map_err(|e| DocError::Refused(e.to_string()))?);
+        }
+        Ok(())
     }
 
     fn count_now(&mut self, query: &Query, deadline: Instant) -> Result<u64, DocError> {
@@ -226,8 +237,11 @@ impl DocSession for SqliteDocs {
         &'a mut self,
         query: &'a Query,
         deadline: Instant,
-    ) -> BoxFuture<'a, Result<Vec<String>, DocError>> {
-        Box::pin(async move { tokio::task::block_in_place(|| self.find_now(query, deadline)) })
+        sink: &'a mut DocSink<'_>,
+    ) -> BoxFuture<'a, Result<(), DocError>> {
+        Box::pin(
+            async move { tokio::task::block_in_place(|| self.find_now(query, deadline, sink)) },
+        )
     }
 
     fn count<'a>(
@@ -237,4 +251,18 @@ impl DocSession for SqliteDocs {
     ) -> BoxFuture<'a, Result<u64, DocError>> {
         Box::pin(async move { tokio::task::block_in_place(|| self.count_now(query, deadline)) })
     }
+
+    fn engine_heap_peak_bytes(&self) -> Option<u64> {
+        Some(heap_peak_bytes())
+    }
+}
+
+/// The most memory SQLite's allocator has held at once in this process (its page caches,
+/// statements and schemas, over every connection), from its own memory statistics.
+#[allow(unsafe_code)]
+pub fn heap_peak_bytes() -> u64 {
+    // SAFETY: sqlite3_memory_highwater only reads SQLite's global memory statistics (guarded by
+    // its own mutex in this threadsafe build); 0 leaves the mark in place.
+    let peak = unsafe { rusqlite::ffi::sqlite3_memory_highwater(0) };
+    peak.max(0) as u64
 }
