@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 pub use common::run::Summary;
-pub use opts::{AppOpts, CrudOpts, Opts, Suite};
+pub use opts::{AppOpts, CrudOpts, Opts, Suite, YcsbOpts};
 
 /// Runs the chosen suite on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {

@@ -18,6 +18,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 pub mod cluster;
 mod docs;
+mod ycsb;
 
 use super::{Description, Identity, KvTable, Target, TargetError, location_of_host, op_error};
 use crate::durability::Durability;
@@ -389,6 +390,10 @@ impl Target for MysqlTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(

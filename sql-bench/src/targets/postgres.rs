@@ -18,6 +18,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 pub mod cluster;
 mod cockroach;
 mod docs;
+mod ycsb;
 
 use super::{Description, Identity, KvTable, Target, TargetError, is_local_host, op_error};
 use crate::durability::Durability;
@@ -436,6 +437,10 @@ impl Target for PostgresTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(
