@@ -241,16 +241,30 @@ impl File<'_> {
         for kind in Kind::ALL {
             let key = format!("proportions.{}", kind.word());
             if let Some(p) = float(&section, &key)? {
-                if !(0.0..=1.0).contains(&p) {
-                    return Err(format!("`{key}` is {p}; a proportion is from 0 to 1"));
-                }
                 proportions[kind.index()] = p;
             }
+        }
+        // A negative proportion is named before one above 1 (it is the likelier slip).
+        let out_of_range = |bad: fn(f64) -> bool| {
+            Kind::ALL
+                .iter()
+                .find(|k| bad(proportions[k.index()]))
+                .map(|k| {
+                    let p = proportions[k.index()];
+                    format!(
+                        "`proportions.{}` is {p}; a proportion is from 0 to 1",
+                        k.word()
+                    )
+                })
+        };
+        if let Some(error) = out_of_range(|p| p < 0.0).or_else(|| out_of_range(|p| p > 1.0)) {
+            return Err(error);
         }
         let sum: f64 = proportions.iter().sum();
         if (sum - 1.0).abs() > 1e-6 {
             return Err(format!(
-                "`proportions` sum to {sum}, not 1 ({})",
+                "`proportions` sum to {}, not 1 ({})",
+                (sum * 1e9).round() / 1e9,
                 Kind::ALL
                     .iter()
                     .filter(|k| proportions[k.index()] > 0.0)
