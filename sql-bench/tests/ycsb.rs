@@ -7,7 +7,6 @@
 mod support;
 
 use common::results::{Cell, Report, Status};
-use serde_json::Value;
 use support::*;
 
 const ALL: &str = "a,b,c,d,e,f";

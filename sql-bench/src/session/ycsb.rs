@@ -420,6 +420,9 @@ impl Loaded {
             elapsed: last.saturating_duration_since(start),
             stuck_workers: stuck,
             client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+            // The load's threads are not clocked: how busy the client was is not measured.
+            client_busy: None,
+            busy_is_the_clients: false,
             target_rate: None,
         }
     }
