@@ -32,6 +32,14 @@ pub trait Operation: Send {
     fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         std::future::ready(Ok(()))
     }
+
+    /// Called after each call that succeeded, with the latency the window recorded for it
+    /// (from the intended start in open loop), so an operation that does several kinds of
+    /// work can keep a histogram per kind. Most operations keep the default.
+    #[inline]
+    fn completed(&mut self, latency: Duration) {
+        let _ = latency;
+    }
 }
 
 /// How long a cancellation may take before the worker gives up on its session.
@@ -40,6 +48,12 @@ pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// One worker's operation for a synchronous client, driven from its own thread.
 pub trait BlockingOperation: Send {
     fn call(&mut self, seq: u64) -> Result<(), OpError>;
+
+    /// As [`Operation::completed`].
+    #[inline]
+    fn completed(&mut self, latency: Duration) {
+        let _ = latency;
+    }
 }
 
 /// What a worker needs to know about its window.
@@ -75,7 +89,8 @@ impl Loop {
         }
     }
 
-    /// Records one finished operation; returns false when the worker must stop.
+    /// Records one finished operation; returns false when the worker must stop, and the
+    /// latency recorded when it succeeded.
     #[inline]
     fn finish(
         &mut self,
@@ -83,17 +98,21 @@ impl Loop {
         intended: Instant,
         started: Instant,
         result: Result<(), OpError>,
-    ) -> bool {
+    ) -> (bool, Option<Duration>) {
         let ended = Instant::now();
+        let mut latency = None;
         match result {
-            Ok(()) => self
-                .recorder
-                .record_ok_at(ended, ended - intended, ended - started),
+            Ok(()) => {
+                let since_intended = ended - intended;
+                self.recorder
+                    .record_ok_at(ended, since_intended, ended - started);
+                latency = Some(since_intended);
+            }
             Err(OpError::Failed(message)) => self.recorder.record_error(&message),
             Err(OpError::Fatal(message)) => {
                 self.recorder.record_error(&message);
                 self.recorder.fatal = Some(message);
-                return false;
+                return (false, None);
             }
         }
         if ctx.pace.is_open() {
@@ -108,7 +127,7 @@ impl Loop {
                 let _ = tx.try_send(Snapshot::of(ctx.worker, &self.recorder));
             }
         }
-        true
+        (true, latency)
     }
 
     /// The recorder, with the open-loop ticks that were due but never started counted as missed.
@@ -171,7 +190,11 @@ pub async fn drive<O: Operation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
                 continue;
             }
         };
-        if !run.finish(ctx, intended, started, result) {
+        let (go_on, latency) = run.finish(ctx, intended, started, result);
+        if let Some(latency) = latency {
+            op.completed(latency);
+        }
+        if !go_on {
             break;
         }
     }
@@ -197,7 +220,11 @@ pub fn drive_blocking<O: BlockingOperation>(op: &mut O, ctx: &WorkerCtx) -> Reco
         }
         let seq = run.schedule.issued() - 1;
         let result = op.call(seq);
-        if !run.finish(ctx, intended, started, result) {
+        let (go_on, latency) = run.finish(ctx, intended, started, result);
+        if let Some(latency) = latency {
+            op.completed(latency);
+        }
+        if !go_on {
             break;
         }
     }
@@ -294,6 +321,45 @@ mod tests {
         ctx.interrupt.store(true, Ordering::Relaxed);
         let recorder = drive_blocking(&mut op, &ctx);
         assert_eq!(recorder.counts.ok, 0);
+    }
+
+    /// Counts what the driver reports back through `completed`.
+    struct Observed {
+        completed: u64,
+        latency_ns: u128,
+    }
+
+    impl BlockingOperation for Observed {
+        fn call(&mut self, seq: u64) -> Result<(), OpError> {
+            if seq % 3 == 2 {
+                Err(OpError::Failed("every third".into()))
+            } else {
+                Ok(())
+            }
+        }
+
+        fn completed(&mut self, latency: Duration) {
+            self.completed += 1;
+            self.latency_ns += latency.as_nanos();
+        }
+    }
+
+    #[test]
+    fn every_success_and_only_a_success_is_reported_back_with_its_latency() {
+        let mut op = Observed {
+            completed: 0,
+            latency_ns: 0,
+        };
+        let recorder = drive_blocking(&mut op, &ctx(Pace::Closed, Duration::from_millis(20)));
+        assert_eq!(op.completed, recorder.counts.ok);
+        assert!(recorder.counts.error > 0);
+        let recorded_sum = recorder.latency.mean() * recorder.counts.ok as f64;
+        // The histogram keeps 3 significant figures; the sums agree within that.
+        let reported = op.latency_ns as f64;
+        assert!(
+            (recorded_sum - reported).abs() <= 0.01 * reported + 1e3,
+            "{recorded_sum} vs {reported}"
+        );
     }
 
     #[tokio::test]

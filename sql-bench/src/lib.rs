@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 pub use common::run::Summary;
-pub use opts::{AppOpts, CrudOpts, Opts, Suite};
+pub use opts::{AppOpts, CrudOpts, Opts, Suite, YcsbOpts};
 
 /// What ends `sql-bench --help`.
 pub const EXAMPLES: &str = "Examples:

@@ -25,6 +25,9 @@ pub enum Suite {
     /// Seeds 003/004's nine application-shaped scenarios through one data layer, every engine
     /// index-matched and its answers verified (median/p95 per scenario, won/lost/placement).
     App(AppOpts),
+    /// YCSB's core workloads A–F, or a workload file of your own: a timed load, then each
+    /// workload's operation mix in interleaved rounds (ops/s, per-operation latency).
+    Ycsb(YcsbOpts),
 }
 
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone)]
@@ -121,6 +124,44 @@ pub struct AppOpts {
     pub allow_unmatched_durability: bool,
 
     /// Leave the collection in place after the last round (by default it is dropped).
+    #[arg(long)]
+    pub keep_data: bool,
+}
+
+#[derive(clap::Args, Serialize, Deserialize, Debug, Clone)]
+pub struct YcsbOpts {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonOpts,
+
+    /// Workloads to run after the load, in order, comma-separated: YCSB's core workloads a, b,
+    /// c, d, e, f, or the path of a TOML workload file (see the README).
+    #[arg(
+        long = "workload",
+        value_delimiter = ',',
+        value_name = "a|b|c|d|e|f|FILE",
+        default_value = "a"
+    )]
+    pub workloads: Vec<String>,
+
+    /// Records loaded before the workloads run [default: the workload file's `records.count`,
+    /// else 100k].
+    #[arg(long, value_parser = parse_count)]
+    pub records: Option<u64>,
+
+    /// Records per load batch (one statement or request where the engine allows).
+    #[arg(long, default_value = "500", value_parser = parse_count)]
+    pub batch: u64,
+
+    /// The durability every system must be in; a system that does not report it is refused.
+    #[arg(long, value_enum, ignore_case = true, default_value = "c0")]
+    pub config: Durability,
+
+    /// Measure a system whose durability does not match --config anyway, labelled.
+    #[arg(long)]
+    pub allow_unmatched_durability: bool,
+
+    /// Leave the YCSB table in place after the run (by default it is dropped).
     #[arg(long)]
     pub keep_data: bool,
 }

@@ -4,6 +4,8 @@
 //! worker sessions (async or blocking) that run one window. Targets implement the session
 //! traits; the window itself is common's.
 
+pub mod ycsb;
+
 use std::future::Future;
 use std::sync::Arc;
 

@@ -5,3 +5,4 @@
 pub mod app;
 pub mod crud;
 pub mod evidence;
+pub mod ycsb;

@@ -3,6 +3,7 @@
 
 mod app;
 mod crud;
+mod ycsb;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -16,5 +17,6 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     match &opts.suite {
         Suite::Crud(crud) => crud::run(crud, interrupt).await,
         Suite::App(app) => app::run(app, interrupt).await,
+        Suite::Ycsb(ycsb) => ycsb::run(ycsb, interrupt).await,
     }
 }

@@ -3,3 +3,4 @@
 
 pub mod app;
 pub mod crud;
+pub mod ycsb;

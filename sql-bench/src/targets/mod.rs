@@ -9,6 +9,7 @@ pub mod mysql;
 pub mod postgres;
 pub mod sql;
 pub mod sqlite;
+pub mod ycsb;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,6 +26,7 @@ use crate::durability::{Check, Durability};
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
 use crate::session::KvWorkers;
+pub use ycsb::YcsbTarget;
 
 /// What a system reported about itself, and how it compares with the durability asked for.
 #[derive(Debug, Clone, Default)]
@@ -177,6 +179,11 @@ pub trait Target: Send {
         read: KvTable,
         write: KvTable,
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>>;
+
+    /// The YCSB suite's control path of this engine, when it has one.
+    fn ycsb(&mut self) -> Option<&mut dyn YcsbTarget> {
+        None
+    }
 
     /// Fails with [`TargetError::Foreign`] when the collection's table exists without
     /// fairbench's marker.

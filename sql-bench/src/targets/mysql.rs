@@ -19,6 +19,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 pub mod cluster;
 mod docs;
 mod tls;
+mod ycsb;
 
 use super::{
     Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_host,
@@ -425,6 +426,10 @@ impl Target for MysqlTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(

@@ -20,6 +20,7 @@ use tokio_postgres::{CancelToken, Client, Config, Statement};
 pub mod cluster;
 mod cockroach;
 mod docs;
+mod ycsb;
 
 use super::{
     Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
@@ -481,6 +482,10 @@ impl Target for PostgresTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(

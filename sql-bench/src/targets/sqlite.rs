@@ -15,6 +15,7 @@ use common::results::Location;
 use rusqlite::{Connection, OptionalExtension, params};
 
 mod docs;
+mod ycsb;
 
 use super::{Description, Identity, KvTable, Target, TargetError};
 use crate::durability::Durability;
@@ -375,6 +376,10 @@ impl Target for SqliteTarget {
                 .map_err(TargetError::Other)?;
             Ok(blocking_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(

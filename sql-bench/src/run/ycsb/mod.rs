@@ -1,0 +1,254 @@
+//! `sql-bench ycsb`, as its phases: plan (every workload file and option checked before
+//! anything is touched) → connect, describe and verify durability → create and verify the
+//! table, open the sessions → begin the report → load each system (timed, then counted and a
+//! sample read back) → each workload's warm-ups and rounds, interleaved, the record count
+//! checked after every window that inserts or deletes → record → render.
+
+mod load;
+mod measure;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::bail;
+use common::options::TargetSpec;
+use common::results::SystemInfo;
+use common::run::{Begin, Lifecycle, Summary, Tool};
+
+use crate::opts::YcsbOpts;
+use crate::report::ycsb::YcsbReport;
+use crate::session::MAX_CONNECTIONS;
+use crate::session::ycsb::YcsbWorkers;
+use crate::session::ycsb::keys::KeySpace;
+use crate::session::ycsb::op::Shape;
+use crate::suites::ycsb::data::YcsbData;
+use crate::suites::ycsb::workload::Workload;
+use crate::systems::{self, Connected};
+use crate::targets::ycsb::YcsbTable;
+use crate::targets::{Target, YcsbTarget};
+
+const TOOL: Tool = Tool {
+    name: "sql-bench",
+    version: env!("CARGO_PKG_VERSION"),
+    suite: "ycsb",
+};
+
+/// The table every system's records go to (each engine puts it in fairbench's namespace).
+const TABLE: &str = "ycsb";
+/// Records loaded unless the flag or the first workload file says otherwise.
+const DEFAULT_RECORDS: u64 = 100_000;
+
+/// What the run will do, every input checked.
+pub(super) struct Plan {
+    pub workloads: Vec<Workload>,
+    pub records: u64,
+    pub table: YcsbTable,
+    /// Connections of each workload (its file's, else `--connections`).
+    pub connections: Vec<u32>,
+    /// Open-loop rate of each workload (its file's, else `--rate`).
+    pub rates: Vec<Option<f64>>,
+}
+
+/// One system as the ycsb run sees it.
+pub(super) struct System {
+    pub target: Box<dyn Target>,
+    pub info: SystemInfo,
+    pub refused: Option<String>,
+    pub workers: Option<Box<dyn YcsbWorkers>>,
+    /// Its table's key space, once loaded.
+    pub keys: Option<Arc<KeySpace>>,
+    /// Why its workloads cannot be trusted (the load did not complete or verify).
+    pub load_failed: Option<String>,
+    /// The fewest and most records the table may hold, given what was acknowledged.
+    pub expected: (u64, u64),
+}
+
+impl System {
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// The engine's YCSB control path (every measured system has one: checked in prepare).
+    pub fn ycsb(&mut self) -> &mut dyn YcsbTarget {
+        self.target
+            .ycsb()
+            .expect("systems without a ycsb control path are refused in prepare")
+    }
+}
+
+/// Runs the suite. Bad input fails before any system's data is touched.
+pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let plan = plan(opts)?;
+    let specs = systems::plan_targets(&opts.common)?;
+    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let progress = lifecycle.progress();
+    progress.line(format!("sampling {} records…", plan.records));
+    let data = YcsbData::generate(opts.common.seed, plan.records, plan.table.shape);
+    let mut systems = match prepare(opts, &plan, &specs, &lifecycle).await {
+        Ok(systems) => systems,
+        Err(e) => return Err(lifecycle.abandon(e)),
+    };
+    let mut run = lifecycle.begin(Begin {
+        section: format!(
+            "{}; YCSB records and request distributions as Java YCSB defines them",
+            opts.config.section()
+        ),
+        systems: systems.iter().map(|s| s.info.clone()).collect(),
+        reference: opts.common.reference.clone(),
+        data: Some(data.info.clone()),
+        notes: measure::notes(opts, &plan, &systems),
+    })?;
+    let mut cells = measure::cells(opts, &plan, &mut systems);
+    for cell in cells.iter().flatten() {
+        run.report.upsert_cell(cell.to_cell());
+    }
+    run.save()?;
+    load::all(opts, &plan, &data, &mut systems, &mut cells, &mut run).await?;
+    measure::all(opts, &plan, &data, &mut systems, &mut cells, &mut run).await?;
+    if run.interrupted() {
+        run.report
+            .notes
+            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+    }
+    cleanup(opts, &plan, &mut systems, &mut run.report.notes).await;
+    run.finish(&YcsbReport)
+}
+
+/// Every workload file parsed and checked, and the options with them. Fails on bad input only.
+fn plan(opts: &YcsbOpts) -> anyhow::Result<Plan> {
+    opts.common.validate().map_err(anyhow::Error::msg)?;
+    if opts.workloads.is_empty() {
+        bail!("--workload names no workload; use a, b, c, d, e, f or a TOML file");
+    }
+    let workloads = opts
+        .workloads
+        .iter()
+        .map(|w| Workload::load(w))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let first = &workloads[0];
+    for w in &workloads[1..] {
+        if w.shape != first.shape {
+            bail!(
+                "workload {} has {} fields of {} bytes but {} has {} of {}: every workload of a run reads the same loaded records",
+                w.source,
+                w.shape.fields,
+                w.shape.field_length,
+                first.source,
+                first.shape.fields,
+                first.shape.field_length
+            );
+        }
+    }
+    let names: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+    if let Some(twice) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        bail!("workload `{}` is named twice in --workload", twice.1);
+    }
+    let records = opts.records.or(first.records).unwrap_or(DEFAULT_RECORDS);
+    if records == 0 {
+        bail!("--records 0: a YCSB run needs at least one record");
+    }
+    if opts.batch == 0 || opts.batch > 10_000 {
+        bail!("--batch {} must be from 1 to 10,000 records", opts.batch);
+    }
+    let connections: Vec<u32> = workloads
+        .iter()
+        .map(|w| w.connections.unwrap_or(opts.common.connections))
+        .collect();
+    if let Some(too_many) = connections.iter().find(|c| **c > MAX_CONNECTIONS) {
+        bail!("{too_many} connections is more than {MAX_CONNECTIONS}");
+    }
+    let rates = workloads
+        .iter()
+        .map(|w| w.target_rate.or(opts.common.rate))
+        .collect();
+    Ok(Plan {
+        table: YcsbTable {
+            name: TABLE,
+            shape: Shape {
+                fields: first.shape.fields,
+                field_length: first.shape.field_length,
+            },
+        },
+        workloads,
+        records,
+        connections,
+        rates,
+    })
+}
+
+/// Connects to every system and reads what it reports, refuses those without a YCSB path,
+/// checks the namespace, creates and verifies the table and opens the worker sessions.
+async fn prepare(
+    opts: &YcsbOpts,
+    plan: &Plan,
+    specs: &[TargetSpec],
+    lifecycle: &Lifecycle,
+) -> anyhow::Result<Vec<System>> {
+    let connected = systems::connect_all(
+        specs,
+        &crate::targets::Reach::of(lifecycle, &opts.common),
+        opts.config,
+        opts.allow_unmatched_durability,
+        opts.common.reference.as_deref(),
+    )
+    .await?;
+    let mut systems: Vec<System> = connected
+        .into_iter()
+        .map(|c: Connected| System {
+            target: c.target,
+            info: c.info,
+            refused: c.refused,
+            workers: None,
+            keys: None,
+            load_failed: None,
+            expected: (plan.records, plan.records),
+        })
+        .collect();
+    for system in &mut systems {
+        if system.refused.is_none() && system.target.ycsb().is_none() {
+            system.refused = Some("this engine has no YCSB table and sessions".into());
+        }
+    }
+    systems::ensure_some_measurable(systems.iter().map(|s| (s.name(), s.refused.as_deref())))?;
+    let progress = lifecycle.progress();
+    let table = plan.table;
+    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
+        system.ycsb().check_table(&table).await?;
+    }
+    let sessions = plan.connections.iter().copied().max().unwrap_or(1) as usize;
+    for system in systems.iter_mut() {
+        if let Some(reason) = &system.refused {
+            progress.line(format!("{}: refused — {reason}", system.name()));
+            continue;
+        }
+        progress.line(format!(
+            "{}: {} — creating its YCSB table",
+            system.name(),
+            system.info.version
+        ));
+        let evidence = system.ycsb().create_table(&table).await?;
+        system.info.verified.extend(evidence);
+        let workers = system.ycsb().open_ycsb_workers(sessions, &table).await?;
+        system.workers = Some(workers);
+    }
+    Ok(systems)
+}
+
+/// Drops the YCSB table from every system it was made on, unless asked to keep it.
+async fn cleanup(opts: &YcsbOpts, plan: &Plan, systems: &mut [System], notes: &mut Vec<String>) {
+    if opts.keep_data {
+        return;
+    }
+    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
+        // Close the sessions first: some engines wait for them before dropping a table.
+        system.workers = None;
+        if let Err(e) = system.ycsb().drop_table(&plan.table).await {
+            notes.push(format!("cleaning up failed: {e}"));
+        }
+    }
+}

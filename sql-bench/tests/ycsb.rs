@@ -1,0 +1,276 @@
+//! `sql-bench ycsb` end to end, in-process: YCSB's six core workloads on the embedded SQLite
+//! and the real PostgreSQL at small sizes (operation mix within ±2% of the definition, the
+//! zipfian's hottest key at 1/zeta, `latest` reading what the run inserted, counts verified),
+//! MariaDB beside PostgreSQL, bad workload files refused with one line, and the engines without
+//! a YCSB adapter yet (MongoDB wire, CQL, CouchDB API) refused with the reason.
+
+mod support;
+
+use common::results::{Cell, Report, Status};
+use support::*;
+
+const ALL: &str = "a,b,c,d,e,f";
+
+/// `ycsb` at a small size: 2,000 records, two rounds of 400 ms after one warm-up, 4 connections
+/// (the records and the duration unless `extra` gives its own).
+fn small<'a>(output: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut own = Vec::new();
+    for (flag, value) in [("--records", "2000"), ("--duration", "400ms")] {
+        if !extra.contains(&flag) {
+            own.extend([flag, value]);
+        }
+    }
+    own.extend_from_slice(extra);
+    args("ycsb", output, &own)
+}
+
+fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
+    common::testing::cell(report, workload, system)
+}
+
+/// Every operation's measured share lies within ±2 points of its definition (or, for a run
+/// too short for that to be more than chance, within four standard deviations of a binomial
+/// draw), and nothing failed. Returns how many operations were measured.
+fn assert_mix(cell: &Cell) -> u64 {
+    let operations = cell.extra["operations"].as_object().unwrap();
+    assert!(!operations.is_empty(), "{cell:?}");
+    let n: u64 = operations
+        .values()
+        .map(|op| op["ok"].as_u64().unwrap() + op["error"].as_u64().unwrap())
+        .sum();
+    for (name, op) in operations {
+        let share = op["share"].as_f64().unwrap();
+        let defined = op["proportion"].as_f64().unwrap();
+        let chance = 4.0 * (defined * (1.0 - defined) / n as f64).sqrt();
+        assert!(
+            (share - defined).abs() <= chance.max(0.02),
+            "{} {}: {name} share {share} against {defined} over {n} operations",
+            cell.workload,
+            cell.system
+        );
+        assert_eq!(op["error"], 0, "{} {name}: {op}", cell.workload);
+        assert!(op["ok"].as_u64().unwrap() > 0, "{} {name}", cell.workload);
+        assert!(op["latency_ns"]["p50"].as_u64().unwrap() > 0);
+        assert!(op["histogram_b64"].is_string());
+    }
+    n
+}
+
+/// The checks every engine's six workloads share.
+fn assert_workloads(report: &Report, system: &str) {
+    let load = cell(report, "load", system);
+    assert_eq!(load.status, Status::Ok, "{load:?}");
+    assert_eq!(load.unit, "records/s");
+    assert_eq!(load.extra["records_counted"], 2000);
+    assert!(load.extra["sample_verified"].as_u64().unwrap() > 1000);
+    for workload in ["a", "b", "c", "d", "e", "f"] {
+        let cell = cell(report, workload, system);
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        assert_eq!(cell.throughput.as_ref().unwrap().rounds.len(), 2);
+        assert_mix(cell);
+    }
+    for zipfian in ["a", "b", "c", "f"] {
+        let keys = &cell(report, zipfian, system).extra["keys"];
+        let hottest = keys["hottest_share"].as_f64().unwrap();
+        let expected = keys["expected_hottest_share"].as_f64().unwrap();
+        assert!((expected - 0.0378).abs() < 1e-4, "{keys}");
+        // At a few thousand requests a cell's share is within a point of 1/zeta.
+        assert!(
+            (hottest - expected).abs() < 0.012,
+            "{zipfian} {system}: {keys}"
+        );
+    }
+    let latest = &cell(report, "d", system).extra["keys"];
+    assert!(
+        latest["inserted_by_run_share"].as_f64().unwrap() > 0.2,
+        "`latest` reads what the run inserted: {latest}"
+    );
+    assert!(latest["newest_share"].as_f64().unwrap() > 0.02, "{latest}");
+    let scans = &cell(report, "e", system).extra["workload"]["scan_length"];
+    assert_eq!(scans["max"], 100);
+    for inserting in ["d", "e"] {
+        assert!(
+            cell(report, inserting, system).extra["records_counted"]
+                .as_u64()
+                .unwrap()
+                > 2000
+        );
+    }
+}
+
+#[test]
+fn every_core_workload_runs_on_sqlite_with_its_mix_and_distribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&small(&out, &["--workload", ALL])).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&out);
+    assert_workloads(&summary.report, "sqlite");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("workload e: short ranges"), "{markdown}");
+    assert!(markdown.contains("read-modify-write"), "{markdown}");
+    assert_eq!(read_json(&out)["suite"], "ycsb");
+}
+
+#[test]
+fn with_enough_operations_every_share_is_within_two_points() {
+    // A database in memory (no fsync) gives each window tens of thousands of operations,
+    // enough that ±2% is a real bound (four standard deviations of a 50/50 draw is 1.3%).
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let db = format!("sqlite:{}", dir.path().join("ycsb.db").display());
+    let out = dir.path().join("run");
+    let summary = run(&small(
+        &out,
+        &["--workload", "a,d,e,f", "--target", &db, "--duration", "1s"],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    for workload in ["a", "d", "e", "f"] {
+        let cell = cell(&summary.report, workload, "sqlite");
+        let n = assert_mix(cell);
+        if n >= 10_000 {
+            for op in cell.extra["operations"].as_object().unwrap().values() {
+                let gap =
+                    (op["share"].as_f64().unwrap() - op["proportion"].as_f64().unwrap()).abs();
+                assert!(gap <= 0.02, "{workload}: {op}");
+            }
+        } else {
+            eprintln!("{workload}: only {n} operations on this machine; checked against chance");
+        }
+    }
+}
+
+#[test]
+fn every_core_workload_runs_on_postgres_beside_mariadb() {
+    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&small(
+        dir.path(),
+        &["--workload", ALL, "--target", &pg, "--target", &my],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(dir.path());
+    let report = &summary.report;
+    assert_workloads(report, "postgres");
+    assert_mix(cell(report, "a", "mariadb"));
+    let postgres = &report.systems[0];
+    assert_eq!(
+        postgres.verified["ycsb.primary_key"],
+        "ycsb_key (btree, COLLATE \"C\", pg_index)"
+    );
+    assert_eq!(report.systems[1].verified["ycsb.engine"], "InnoDB");
+    // The table is dropped afterwards.
+    let left = psql(
+        &pg,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename = 'ycsb'",
+    );
+    assert_eq!(left, "0");
+}
+
+#[test]
+fn a_workload_file_of_ones_own_runs_and_bad_ones_are_refused_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(
+        &file,
+        "description = \"mine\"\n[proportions]\nread = 0.6\nupdate = 0.2\ninsert = 0.1\ndelete = 0.1\n\
+         [request]\ndistribution = \"hotspot\"\n[records]\ncount = 1500\nfields = 3\nfield_length = 20\n\
+         [run]\nconnections = 2\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&args("ycsb", &out, &["--workload", file.to_str().unwrap()])).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&out);
+    let mine = cell(&summary.report, "mine", "sqlite");
+    assert_eq!(mine.connections, 2, "the file's connections");
+    assert_mix(mine);
+    assert_eq!(
+        cell(&summary.report, "load", "sqlite").extra["records_counted"],
+        1500
+    );
+    assert!(mine.extra["records_counted"].as_u64().is_some());
+
+    for (text, says) in [
+        (
+            "[proportions]\nread = 1\nzipf = 0\n",
+            "unknown key `proportions.zipf`",
+        ),
+        (
+            "[proportions]\nread = 1.5\nupdate = -0.5\n",
+            "`proportions.update` is -0.5",
+        ),
+        ("[proportions]\nread = 1.5\n", "`proportions.read` is 1.5"),
+        (
+            "[proportions]\nupdate = -0.5\nread = 1.5\n",
+            "`proportions.update` is -0.5",
+        ),
+        (
+            "[proportions]\nread = 0.6\nupdate = 0.3\n",
+            "`proportions` sum to 0.9",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let out = dir.path().join("refused");
+        let error = run(&args("ycsb", &out, &["--workload", file.to_str().unwrap()]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says), "{error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(!out.exists(), "nothing is touched for a bad file");
+    }
+}
+
+#[test]
+fn engines_without_a_ycsb_adapter_are_refused_with_the_reason_beside_one_that_runs() {
+    // MongoDB wire, CQL and the CouchDB API have no YCSB table and sessions yet.
+    let (Some(mongo), Some(cql), Some(couch)) = (ferretdb_url(), cassandra_url(), pouchdb_url())
+    else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&small(
+        dir.path(),
+        &[
+            "--workload",
+            "c",
+            "--records",
+            "300",
+            "--target",
+            "sqlite",
+            "--target",
+            &mongo,
+            "--target",
+            &cql,
+            "--target",
+            &couch,
+            "--allow-unmatched-durability",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(dir.path());
+    let report = &summary.report;
+    assert_eq!(cell(report, "c", "sqlite").status, Status::Ok);
+    let refused: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| c.system != "sqlite")
+        .collect();
+    assert!(!refused.is_empty(), "{:#?}", report.cells);
+    for c in refused {
+        assert_eq!(c.status, Status::Refused, "{c:?}");
+        assert!(
+            c.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("no YCSB table and sessions"),
+            "{c:?}"
+        );
+    }
+}
