@@ -2,11 +2,11 @@
 -- connection (binary protocol, as sql-bench's client does), autocommit.
 --   --op=read   SELECT v FROM fairbench.crud_read WHERE k = ?   k uniform in 1..--rows
 --   --op=write  INSERT INTO fairbench.crud_write (k, v) VALUES (?, ?)   k unique and negative
---               (sql-bench's keys are positive), v --value-size bytes
+--               (sql-bench's keys are positive), v --value_size bytes
 sysbench.cmdline.options = {
   op = {"read or write", "read"},
   rows = {"rows of fairbench.crud_read", 1000},
-  ["value-size"] = {"bytes per written value", 100},
+  value_size = {"bytes per written value", 100},
   leg = {"leg number: keeps each leg's write keys apart", 1},
 }
 
@@ -20,9 +20,9 @@ function thread_init()
   else
     stmt = con:prepare("INSERT INTO fairbench.crud_write (k, v) VALUES (?, ?)")
     key = stmt:bind_create(sysbench.sql.type.BIGINT)
-    value = stmt:bind_create(sysbench.sql.type.VARCHAR, sysbench.opt["value-size"])
+    value = stmt:bind_create(sysbench.sql.type.VARCHAR, sysbench.opt.value_size)
     stmt:bind_param(key, value)
-    value:set(string.rep("v", sysbench.opt["value-size"]))
+    value:set(string.rep("v", sysbench.opt.value_size))
   end
   written = 0
 end

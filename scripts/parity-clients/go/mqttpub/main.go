@@ -1,9 +1,9 @@
-// mqttpub: an MQTT publish-rate client on eclipse/paho.mqtt.golang. One or more publishers
-// each keep up to -inflight messages unfinished (QoS 1: until its PUBACK; QoS 0: until written)
-// for -seconds, then wait for all of them; one subscriber at the same QoS, connected and
-// subscribed before the window opens, counts what the broker delivered. Prints JSON: the acked
-// (QoS 1) or written (QoS 0) rate, the delivered rate, messages lost, and this process's CPU
-// per message.
+// mqttpub: an MQTT publish-rate client on eclipse/paho.mqtt.golang. Publishers each keep up to
+// -inflight messages unfinished (QoS 1: until its PUBACK; QoS 0: until written) for -seconds,
+// then wait for all of them. A subscriber at the same QoS counts what the broker delivered: in
+// the same process (-role both), or in a process of its own (-role sub, started first; it prints
+// "subscribed" once subscribed and ends after -idle seconds without a message) so that the
+// publisher's process does nothing else (-role pub). Prints one JSON line.
 package main
 
 import (
@@ -25,15 +25,45 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-func connect(broker, id string) mqtt.Client {
+// connect opens one client; a subscriber runs its handler in paho's router goroutine (ordered),
+// which costs less per message than a goroutine each.
+func connect(broker, id string, ordered bool) mqtt.Client {
 	o := mqtt.NewClientOptions().AddBroker(broker).SetClientID(id).SetCleanSession(true).
-		SetAutoReconnect(false).SetOrderMatters(false).SetMaxResumePubInFlight(0)
+		SetAutoReconnect(false).SetOrderMatters(ordered).SetMaxResumePubInFlight(0)
 	c := mqtt.NewClient(o)
 	if t := c.Connect(); t.Wait() && t.Error() != nil {
 		fmt.Fprintln(os.Stderr, "mqttpub: connect:", t.Error())
 		os.Exit(1)
 	}
 	return c
+}
+
+// counter is a subscriber's tally: messages, and when the first and the last arrived.
+type counter struct {
+	n, firstNs, lastNs atomic.Int64
+	epoch              time.Time
+}
+
+func (c *counter) handle(_ mqtt.Client, _ mqtt.Message) {
+	now := int64(time.Since(c.epoch))
+	if c.n.Add(1) == 1 {
+		c.firstNs.Store(now)
+	}
+	c.lastNs.Store(now)
+}
+
+func subscribe(broker, topic string, qos int, c *counter) mqtt.Client {
+	sub := connect(broker, fmt.Sprintf("parity-sub-%d", os.Getpid()), true)
+	if t := sub.Subscribe(topic+"/#", byte(qos), c.handle); t.Wait() && t.Error() != nil {
+		fmt.Fprintln(os.Stderr, "mqttpub: subscribe:", t.Error())
+		os.Exit(1)
+	}
+	return sub
+}
+
+func emit(fields map[string]any) {
+	out, _ := json.Marshal(fields)
+	fmt.Println(string(out))
 }
 
 func main() {
@@ -43,27 +73,43 @@ func main() {
 	seconds := flag.Float64("seconds", 10, "publishing window")
 	size := flag.Int("size", 64, "payload bytes")
 	inflight := flag.Int("inflight", 64, "unfinished messages per publisher")
-	topic := flag.String("topic", fmt.Sprintf("parity/%d", os.Getpid()), "topic prefix")
+	topic := flag.String("topic", "parity", "topic prefix")
+	role := flag.String("role", "both", "both, pub or sub")
+	idle := flag.Float64("idle", 3, "sub: seconds without a message that end it")
 	flag.Parse()
-	payload := make([]byte, *size)
+	count := &counter{epoch: time.Now()}
 
-	var delivered, lastNs atomic.Int64
-	start := time.Now()
-	sub := connect(*broker, fmt.Sprintf("parity-sub-%d", os.Getpid()))
-	if t := sub.Subscribe(*topic+"/#", byte(*qos), func(_ mqtt.Client, _ mqtt.Message) {
-		delivered.Add(1)
-		lastNs.Store(int64(time.Since(start)))
-	}); t.Wait() && t.Error() != nil {
-		fmt.Fprintln(os.Stderr, "mqttpub: subscribe:", t.Error())
-		os.Exit(1)
+	if *role == "sub" {
+		sub := subscribe(*broker, *topic, *qos, count)
+		fmt.Println("subscribed")
+		cpu0 := cpuSeconds()
+		limit := time.Now().Add(10 * time.Minute)
+		for seen := int64(-1); time.Now().Before(limit); {
+			time.Sleep(time.Duration(*idle * float64(time.Second)))
+			n := count.n.Load()
+			if n > 0 && n == seen {
+				break
+			}
+			seen = n
+		}
+		span := float64(count.lastNs.Load()-count.firstNs.Load()) / 1e9
+		emit(map[string]any{"delivered": count.n.Load(), "delivered_span_s": span, "cpu_s": cpuSeconds() - cpu0})
+		sub.Disconnect(250)
+		return
+	}
+
+	var sub mqtt.Client
+	if *role == "both" {
+		sub = subscribe(*broker, *topic, *qos, count)
 	}
 	clients := make([]mqtt.Client, *pubs)
 	for i := range clients {
-		clients[i] = connect(*broker, fmt.Sprintf("parity-pub-%d-%d", os.Getpid(), i))
+		clients[i] = connect(*broker, fmt.Sprintf("parity-pub-%d-%d", os.Getpid(), i), false)
 	}
-
+	payload := make([]byte, *size)
 	cpu0 := cpuSeconds()
-	start = time.Now()
+	start := time.Now()
+	count.epoch = start
 	deadline := start.Add(time.Duration(*seconds * float64(time.Second)))
 	var wg sync.WaitGroup
 	var sent, errs atomic.Int64
@@ -92,29 +138,27 @@ func main() {
 	}
 	wg.Wait()
 	published := time.Since(start).Seconds()
-	cpuPub := cpuSeconds() - cpu0
-	// Waits (bounded) for the subscriber to receive what was sent.
-	for idle := 0; delivered.Load() < sent.Load() && idle < 20; idle++ {
-		before := delivered.Load()
-		time.Sleep(100 * time.Millisecond)
-		if delivered.Load() != before {
-			idle = 0
+	total := sent.Load()
+	fields := map[string]any{"qos": *qos, "publishers": *pubs, "inflight": *inflight, "messages": total,
+		"errors": errs.Load(), "published_per_s": float64(total) / published}
+	if sub != nil {
+		// Waits (bounded) for the subscriber to receive what was sent.
+		for quiet := 0; count.n.Load() < total && quiet < 20; quiet++ {
+			before := count.n.Load()
+			time.Sleep(100 * time.Millisecond)
+			if count.n.Load() != before {
+				quiet = 0
+			}
 		}
+		fields["delivered"] = count.n.Load()
+		fields["delivered_per_s"] = float64(count.n.Load()) / (float64(count.lastNs.Load()) / 1e9)
 	}
-	total, got := sent.Load(), delivered.Load()
-	cpu := cpuSeconds() - cpu0
-	out, _ := json.Marshal(map[string]any{
-		"qos": *qos, "publishers": *pubs, "inflight": *inflight, "messages": total, "errors": errs.Load(),
-		"published_per_s":        float64(total) / published,
-		"delivered":              got,
-		"lost":                   total - got,
-		"delivered_per_s":        float64(got) / (float64(lastNs.Load()) / 1e9),
-		"client_cpu_us_per_msg":  cpu * 1e6 / float64(total),
-		"publish_cpu_us_per_msg": cpuPub * 1e6 / float64(total),
-	})
-	fmt.Println(string(out))
+	fields["cpu_s"] = cpuSeconds() - cpu0
+	emit(fields)
 	for _, c := range clients {
 		c.Disconnect(250)
 	}
-	sub.Disconnect(250)
+	if sub != nil {
+		sub.Disconnect(250)
+	}
 }
