@@ -100,6 +100,8 @@ pub struct CellBuilder {
     cell: Cell,
     throughputs: Vec<f64>,
     round_latency: Vec<crate::results::Percentiles>,
+    /// Each measured round's seconds, encoded as the cell stores them.
+    round_seconds: Vec<Vec<String>>,
     latency: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     lag: Option<Histogram<u64>>,
@@ -118,6 +120,7 @@ impl CellBuilder {
             cell,
             throughputs: Vec::new(),
             round_latency: Vec::new(),
+            round_seconds: Vec::new(),
             latency: None,
             service: None,
             lag: None,
@@ -208,8 +211,13 @@ impl CellBuilder {
             }
         }
         self.throughputs.push(outcome.throughput());
-        self.round_latency.extend(percentiles(&rec.latency));
-        pool(&mut self.latency, Some(&rec.latency));
+        // A window's recorder is closed by its driver; a second left open is counted all the same.
+        let latency = rec.latency_so_far();
+        self.round_latency.extend(percentiles(&latency));
+        if let Some(seconds) = &rec.per_second {
+            self.round_seconds.push(seconds.encode());
+        }
+        pool(&mut self.latency, Some(&latency));
         pool(&mut self.service, rec.service.as_ref());
         pool(&mut self.lag, rec.lag.as_ref());
         self.missed_ticks += rec.missed_ticks;
@@ -255,6 +263,12 @@ impl CellBuilder {
         cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
         cell.histogram_b64 = self.latency.as_ref().map(encode_histogram);
         cell.service_histogram_b64 = self.service.as_ref().map(encode_histogram);
+        // Like the round latencies: every measured round's seconds, or none.
+        cell.latency_per_second_b64 = if self.round_seconds.len() == self.throughputs.len() {
+            self.round_seconds.clone()
+        } else {
+            Vec::new()
+        };
         cell
     }
 
@@ -361,6 +375,50 @@ mod tests {
         assert!((299_000..=301_000).contains(&p50), "{p50}");
         assert_eq!(cell.client_cpu_ns_per_op, Some(1_000.0));
         assert!(cell.histogram_b64.is_some());
+    }
+
+    #[test]
+    fn each_measured_round_keeps_its_seconds() {
+        let origin = std::time::Instant::now();
+        let window = |ops_per_second: &[u64]| {
+            let mut recorder = Recorder::with_seconds(false, origin);
+            for (second, &ops) in ops_per_second.iter().enumerate() {
+                for i in 0..ops {
+                    let ended = origin + Duration::from_millis(second as u64 * 1_000 + i);
+                    let d = Duration::from_micros(100);
+                    recorder.record_ok_at(ended, d, d);
+                }
+            }
+            WindowOutcome {
+                recorder,
+                ..outcome(0, 1)
+            }
+        };
+        let mut b = builder(2);
+        let mut all = rounds(1, 2);
+        b.add(all.next().unwrap(), &window(&[50]));
+        b.add(all.next().unwrap(), &window(&[3, 4]));
+        b.add(all.next().unwrap(), &window(&[5, 0, 6]));
+        let cell = b.to_cell();
+        let per_round: Vec<Vec<u64>> = cell
+            .latency_per_second_b64
+            .iter()
+            .map(|round| {
+                crate::seconds::decode_round(round)
+                    .unwrap()
+                    .iter()
+                    .map(|h| h.len())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(per_round, [vec![3, 4], vec![5, 0, 6]], "warm-up discarded");
+        assert_eq!(cell.counts.ok, 18);
+        let pooled = crate::recorder::decode_histogram(cell.histogram_b64.as_ref().unwrap());
+        assert_eq!(
+            pooled.unwrap().len(),
+            18,
+            "the open last second is in the pool"
+        );
     }
 
     #[test]

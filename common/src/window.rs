@@ -11,6 +11,7 @@ use crate::lanes::Lanes;
 use crate::pacing::Pace;
 use crate::progress::ProgressTx;
 use crate::recorder::Recorder;
+use crate::seconds::PerSecond;
 
 /// How long before the window opens workers are started, so all begin on the same instant.
 const START_LEAD: Duration = Duration::from_millis(5);
@@ -187,14 +188,28 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
 
 fn finish(
     outcome: &mut WindowOutcome,
-    results: Vec<Option<Recorder>>,
+    mut results: Vec<Option<Recorder>>,
     last_end: Instant,
     start: Instant,
 ) {
     let all_returned = results.iter().all(Option::is_some);
-    for recorder in results {
+    for recorder in results.iter_mut().flatten() {
+        recorder.close_seconds();
+    }
+    // Each worker's seconds are decoded once and added second by second, not pairwise.
+    let seconds = PerSecond::merge_all(
+        results
+            .iter()
+            .flatten()
+            .filter_map(|r| r.per_second.as_ref()),
+    );
+    for mut recorder in results {
+        if let Some(recorder) = &mut recorder {
+            recorder.per_second = None;
+        }
         outcome.absorb(recorder);
     }
+    outcome.recorder.per_second = seconds;
     if all_returned {
         outcome.elapsed = last_end.saturating_duration_since(start);
     }
@@ -248,6 +263,9 @@ mod tests {
         let ok = outcome.recorder.counts.ok;
         assert!((4..=84).contains(&ok), "ok = {ok}");
         assert!(outcome.elapsed >= Duration::from_millis(200));
+        // The workers' seconds are merged: they hold every completed operation.
+        let seconds = outcome.recorder.per_second.as_ref().unwrap().histograms();
+        assert_eq!(seconds.iter().map(|h| h.len()).sum::<u64>(), ok);
         assert!(
             outcome.throughput() <= 4.0 / 0.010,
             "{}",

@@ -1,12 +1,18 @@
 //! Reports: pure functions from a [`Report`] to text (terminal, Markdown) and charts (SVG),
-//! in the seeds' shape: workloads as rows, systems as columns.
+//! in the seeds' shape: workloads as rows, systems as columns. The charts every run gets:
+//! throughput per round, the latency percentile spectrum and latency over time.
 
+pub mod axis;
 pub mod chart;
+pub mod spectrum;
 mod svg;
 mod table;
+pub mod timeline;
 
-pub use svg::render_svg_charts;
+pub use spectrum::render_spectrum;
+pub use svg::{render_svg_charts, render_throughput};
 pub use table::Table;
+pub use timeline::render_timeline;
 
 use std::time::Duration;
 
@@ -584,7 +590,8 @@ pub(crate) mod tests {
             // sql-bench crud's own options (the sample is a crud report).
             "workloads": [], "config": "C0", "allow_unmatched_durability": false,
             "replicas": [], "read_from": "primary", "read_rows": 1000, "value_size": 100,
-            "keep_data": false
+            "keep_data": false,
+            "insecure_skip_verify": false, "password_files": []
         });
         report["environment"]["cores"] = 2.into();
         schema_violations(&report).unwrap();
