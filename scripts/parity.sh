@@ -5,6 +5,36 @@
 
 parity_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# This comparison cannot run here: one loud line naming what is missing, and exit 77, which
+# scripts/parity-all reports as SKIPPED (never as passed). Only for an independent client or tool
+# that is not installed and could not be installed; anything else that fails is a failure.
+parity_skip() {
+  echo "SKIPPED $(basename "$0"): $*" >&2
+  exit 77
+}
+
+# Installs Debian packages when a command is missing (scripts/lib.sh's ensure_packages: needs
+# root or sudo), or skips: parity_need_command COMMAND PACKAGE…
+parity_need_command() {
+  local command=$1
+  shift
+  command -v "$command" >/dev/null && return 0
+  (. "$parity_root/scripts/lib.sh" && ensure_packages "$@") || true
+  command -v "$command" >/dev/null || parity_skip "$command is missing and Debian's $* could not be installed (needs root or sudo and apt)"
+}
+
+# A virtual environment under ~/.cache/fairbench with PyPI wheels, made when the import fails,
+# or skips: parity_venv DIR IMPORT PIP_SPEC…
+parity_venv() {
+  local venv=$1 import=$2
+  shift 2
+  "$venv/bin/python" -c "import $import" 2>/dev/null && return 0
+  echo "installing $* into $venv" >&2
+  { python3 -m venv "$venv" && "$venv/bin/pip" install -q "$@"; } >&2 \
+    || parity_skip "$* could not be installed into $venv (needs python3-venv and PyPI)"
+  "$venv/bin/python" -c "import $import" 2>/dev/null || parity_skip "$venv has no module $import after installing $*"
+}
+
 # The built binary of a tool: $FAIRBENCH_BIN_DIR/TOOL (default the release build in
 # $CARGO_TARGET_DIR, or ./target). CI points FAIRBENCH_BIN_DIR at its debug build.
 parity_bin() {
@@ -95,7 +125,7 @@ parity_go_client() {
   local src=$parity_root/scripts/parity-clients/go cache=$HOME/.cache/fairbench/parity-clients
   local bin=$cache/bin/$1
   if [ ! -x "$bin" ] || [ "$src/$1/main.go" -nt "$bin" ] || [ "$src/go.sum" -nt "$bin" ]; then
-    command -v go >/dev/null || { echo "building $1 needs Go (https://go.dev/dl/)" >&2; exit 2; }
+    command -v go >/dev/null || parity_skip "building $1 needs Go (https://go.dev/dl/), which is not on PATH"
     echo "building $1 (Go) into $cache/bin" >&2
     (cd "$src" && GOPATH=$cache/go GOFLAGS=-modcacherw go build -p 1 -trimpath -o "$cache/bin/" "./$1") >&2
   fi

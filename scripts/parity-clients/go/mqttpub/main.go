@@ -3,14 +3,20 @@
 // then wait for all of them. A subscriber at the same QoS counts what the broker delivered: in
 // the same process (-role both), or in a process of its own (-role sub, started first; it prints
 // "subscribed" once subscribed and ends after -idle seconds without a message) so that the
-// publisher's process does nothing else (-role pub). Prints one JSON line.
+// publisher's process does nothing else (-role pub). With -rate, each publisher is paced open
+// loop at that many messages per second and stamps every payload with its intended send time;
+// the subscriber then reports delivery latency from that time (p50, p99, max), and the
+// publisher how late it wrote (lag p99), as mqtt-bench's latency scenario measures it.
+// Prints one JSON line.
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,18 +44,36 @@ func connect(broker, id string, ordered bool) mqtt.Client {
 	return c
 }
 
-// counter is a subscriber's tally: messages, and when the first and the last arrived.
+// counter is a subscriber's tally: messages, when the first and the last arrived, and (for
+// stamped payloads) each one's delivery latency in ns. Handlers run in paho's one router
+// goroutine (ordered), so latencies needs no lock.
 type counter struct {
 	n, firstNs, lastNs atomic.Int64
 	epoch              time.Time
+	stamped            bool
+	latencies          []int64
 }
 
-func (c *counter) handle(_ mqtt.Client, _ mqtt.Message) {
-	now := int64(time.Since(c.epoch))
+func (c *counter) handle(_ mqtt.Client, m mqtt.Message) {
+	at := time.Now()
+	now := int64(at.Sub(c.epoch))
 	if c.n.Add(1) == 1 {
 		c.firstNs.Store(now)
 	}
 	c.lastNs.Store(now)
+	if p := m.Payload(); c.stamped && len(p) >= 8 {
+		c.latencies = append(c.latencies, at.UnixNano()-int64(binary.LittleEndian.Uint64(p)))
+	}
+}
+
+// percentiles of ns samples as µs: p50, p99, max.
+func percentiles(ns []int64) map[string]float64 {
+	if len(ns) == 0 {
+		return nil
+	}
+	sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
+	at := func(q float64) float64 { return float64(ns[int(q*float64(len(ns)-1))]) / 1e3 }
+	return map[string]float64{"p50_us": at(0.5), "p99_us": at(0.99), "max_us": at(1)}
 }
 
 func subscribe(broker, topic string, qos int, c *counter) mqtt.Client {
@@ -76,8 +100,9 @@ func main() {
 	topic := flag.String("topic", "parity", "topic prefix")
 	role := flag.String("role", "both", "both, pub or sub")
 	idle := flag.Float64("idle", 3, "sub: seconds without a message that end it")
+	rate := flag.Float64("rate", 0, "per publisher: messages per second, open loop, stamped (0: as fast as the window allows)")
 	flag.Parse()
-	count := &counter{epoch: time.Now()}
+	count := &counter{epoch: time.Now(), stamped: *rate > 0}
 
 	if *role == "sub" {
 		sub := subscribe(*broker, *topic, *qos, count)
@@ -93,7 +118,8 @@ func main() {
 			seen = n
 		}
 		span := float64(count.lastNs.Load()-count.firstNs.Load()) / 1e9
-		emit(map[string]any{"delivered": count.n.Load(), "delivered_span_s": span, "cpu_s": cpuSeconds() - cpu0})
+		emit(map[string]any{"delivered": count.n.Load(), "delivered_span_s": span, "cpu_s": cpuSeconds() - cpu0,
+			"latency": percentiles(count.latencies)})
 		sub.Disconnect(250)
 		return
 	}
@@ -113,6 +139,7 @@ func main() {
 	deadline := start.Add(time.Duration(*seconds * float64(time.Second)))
 	var wg sync.WaitGroup
 	var sent, errs atomic.Int64
+	lags := make([][]int64, len(clients))
 	for i, c := range clients {
 		wg.Add(1)
 		go func(i int, c mqtt.Client) {
@@ -124,11 +151,23 @@ func main() {
 					errs.Add(1)
 				}
 			}
-			for time.Now().Before(deadline) {
+			var body []byte
+			for n := int64(0); time.Now().Before(deadline); n++ {
 				if len(window) == cap(window) {
 					drain(<-window)
 				}
-				window <- c.Publish(t, byte(*qos), false, payload)
+				if *rate > 0 {
+					intended := start.Add(time.Duration(float64(n) * 1e9 / *rate))
+					if wait := time.Until(intended); wait > 0 {
+						time.Sleep(wait)
+					}
+					lags[i] = append(lags[i], int64(time.Since(intended)))
+					body = make([]byte, max(len(payload), 8))
+					binary.LittleEndian.PutUint64(body, uint64(intended.UnixNano()))
+				} else {
+					body = payload
+				}
+				window <- c.Publish(t, byte(*qos), false, body)
 				sent.Add(1)
 			}
 			for len(window) > 0 {
@@ -141,6 +180,13 @@ func main() {
 	total := sent.Load()
 	fields := map[string]any{"qos": *qos, "publishers": *pubs, "inflight": *inflight, "messages": total,
 		"errors": errs.Load(), "published_per_s": float64(total) / published}
+	if *rate > 0 {
+		var all []int64
+		for _, l := range lags {
+			all = append(all, l...)
+		}
+		fields["lag"] = percentiles(all)
+	}
 	if sub != nil {
 		// Waits (bounded) for the subscriber to receive what was sent.
 		for quiet := 0; count.n.Load() < total && quiet < 20; quiet++ {
