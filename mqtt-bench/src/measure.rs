@@ -176,7 +176,10 @@ pub fn steps(rows: &[Row], systems: usize, warmup: u32, rounds: u32) -> Vec<(usi
     let mut first = 0;
     while first < rows.len() {
         let family = rows[first].family();
-        let len = rows[first..].iter().take_while(|r| r.family() == family).count();
+        let len = rows[first..]
+            .iter()
+            .take_while(|r| r.family() == family)
+            .count();
         for step in common::protocol::schedule(1, len * systems, warmup, rounds) {
             let (row, system) = (step.system / systems, step.system % systems);
             steps.push((first + row, step.round, system));

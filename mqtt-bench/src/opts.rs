@@ -188,8 +188,12 @@ impl Opts {
             bail!("--protocol needs at least one of 3.1.1, 5");
         }
         let chosen = self.chosen();
-        if chosen.contains(&Scenario::Persistent) && Scenario::Persistent.qos_levels(&self.qos).is_empty() {
-            bail!("--qos 0 leaves the persistent scenario nothing to run: a session keeps QoS 1 and 2 messages for a client that is away; add 1 or 2");
+        if chosen.contains(&Scenario::Persistent)
+            && Scenario::Persistent.qos_levels(&self.qos).is_empty()
+        {
+            bail!(
+                "--qos 0 leaves the persistent scenario nothing to run: a session keeps QoS 1 and 2 messages for a client that is away; add 1 or 2"
+            );
         }
         if chosen.contains(&Scenario::Persistent) && self.away >= self.common.duration {
             bail!(
@@ -226,10 +230,14 @@ impl ManyToMany {
         let publishers: usize = p.trim().parse().map_err(|_| bad())?;
         let subscribers: usize = s.trim().parse().map_err(|_| bad())?;
         if publishers == 0 || subscribers == 0 {
-            return Err(format!("--many-to-many {text}: needs at least one publisher and one subscriber"));
+            return Err(format!(
+                "--many-to-many {text}: needs at least one publisher and one subscriber"
+            ));
         }
         if publishers * subscribers > 100_000 || publishers + subscribers > 10_000 {
-            return Err(format!("--many-to-many {text} is more than 10,000 clients or 100,000 routes"));
+            return Err(format!(
+                "--many-to-many {text} is more than 10,000 clients or 100,000 routes"
+            ));
         }
         Ok(ManyToMany {
             publishers,
@@ -281,7 +289,9 @@ pub fn topics(text: &str) -> Result<usize, String> {
 pub fn keep_alive(text: &str) -> Result<Duration, String> {
     let d = common::human::parse_duration(text)?;
     if d.subsec_nanos() != 0 || d.as_secs() > u64::from(u16::MAX) {
-        return Err(format!("--keep-alive {text} must be whole seconds, at most 65,535"));
+        return Err(format!(
+            "--keep-alive {text} must be whole seconds, at most 65,535"
+        ));
     }
     Ok(d)
 }

@@ -101,7 +101,9 @@ pub fn bindable(ip: IpAddr) -> Result<(), String> {
 /// (`/proc/thread-self/schedstat`; zeros where the kernel does not provide it).
 pub fn thread_sched_ns() -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().unwrap_or(0));
+    let mut fields = text
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().unwrap_or(0));
     (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
 }
 

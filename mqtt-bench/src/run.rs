@@ -50,7 +50,10 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(" and "),
-            if infos.iter().any(|s| s.location == common::results::Location::Remote) {
+            if infos
+                .iter()
+                .any(|s| s.location == common::results::Location::Remote)
+            {
                 "client here, some brokers on other hosts"
             } else {
                 "client and brokers"
@@ -105,9 +108,17 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
 fn plan(opts: &Opts, rows: &[Row], specs: &[TargetSpec]) -> anyhow::Result<FdLimit> {
     systems::check_source_addrs(&opts.source_addrs)?;
     let fd = os::raise_fd_limit();
-    let largest = rows.iter().map(|r| u64::from(r.clients(opts))).max().unwrap_or(0);
+    let largest = rows
+        .iter()
+        .map(|r| u64::from(r.clients(opts)))
+        .max()
+        .unwrap_or(0);
     // The embedded broker holds the other end of every connection in this same process.
-    let ends = if specs.iter().any(|s| s.scheme() == "embedded") { 2 } else { 1 };
+    let ends = if specs.iter().any(|s| s.scheme() == "embedded") {
+        2
+    } else {
+        1
+    };
     if largest * ends > fd.connections() {
         bail!(
             "a window of {largest} clients needs {} file descriptors; this process may open {} (hard limit {}; {})",

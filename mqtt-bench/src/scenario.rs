@@ -68,7 +68,12 @@ impl Scenario {
                 "m2m" | "many" => Some(Scenario::ManyToMany),
                 _ => None,
             })
-            .ok_or_else(|| format!("`{word}` is not a scenario; choose from {}", Scenario::CHOICES))
+            .ok_or_else(|| {
+                format!(
+                    "`{word}` is not a scenario; choose from {}",
+                    Scenario::CHOICES
+                )
+            })
     }
 
     pub fn word(self) -> &'static str {
@@ -142,7 +147,10 @@ impl Scenarios {
             }
         }
         if chosen.is_empty() {
-            return Err(format!("--scenarios names none; choose from {}", Scenario::CHOICES));
+            return Err(format!(
+                "--scenarios names none; choose from {}",
+                Scenario::CHOICES
+            ));
         }
         Ok(Scenarios(chosen))
     }
@@ -194,7 +202,11 @@ mod tests {
         }
         assert_eq!(Scenario::parse("Fan-Out"), Ok(Scenario::Fanout));
         assert_eq!(Scenario::parse("m2m"), Ok(Scenario::ManyToMany));
-        assert!(Scenario::parse("qos3").unwrap_err().contains("many-to-many"));
+        assert!(
+            Scenario::parse("qos3")
+                .unwrap_err()
+                .contains("many-to-many")
+        );
         assert_eq!(Scenarios::parse("all,qos1").unwrap().chosen().len(), 11);
         assert_eq!(Scenarios::default().chosen(), Scenario::SEED);
         assert!(Scenarios::parse(",").is_err());

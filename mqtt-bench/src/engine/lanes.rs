@@ -66,7 +66,9 @@ impl LaneClock {
     /// The lanes' usage from the start to now, as shares of the time since `opened`.
     pub async fn finish(self, opened: Instant) -> LaneUsage {
         let after = lane_times().await;
-        let elapsed = Instant::now().saturating_duration_since(opened).max(Duration::from_micros(1));
+        let elapsed = Instant::now()
+            .saturating_duration_since(opened)
+            .max(Duration::from_micros(1));
         let window_ns = elapsed.as_nanos() as f64;
         let mut usage = LaneUsage {
             elapsed_s: elapsed.as_secs_f64(),

@@ -211,7 +211,12 @@ async fn measure(
     let clients = subscribers.len() + publishers.len();
     let clock = LaneClock::start().await;
     let start = Instant::now() + START_LEAD;
-    let shared = Arc::new(Shared::new(start, publishers.len(), subscribers.len(), spec.owed));
+    let shared = Arc::new(Shared::new(
+        start,
+        publishers.len(),
+        subscribers.len(),
+        spec.owed,
+    ));
     let expected = spec.rate_per_s.map_or(1 << 16, |r| {
         (r * spec.duration.as_secs_f64()) as u64 / publishers.len().max(1) as u64
     });
@@ -305,8 +310,10 @@ fn merge(
         }
         Owed::Group => {
             for (p, sent) in sent.iter().enumerate() {
-                let members: Vec<&Ledger> =
-                    subscribers.iter().filter_map(|r| r.ledgers.get(p)).collect();
+                let members: Vec<&Ledger> = subscribers
+                    .iter()
+                    .filter_map(|r| r.ledgers.get(p))
+                    .collect();
                 delivery.add(&Ledger::settle_group(&members, *sent));
             }
         }
@@ -336,7 +343,10 @@ fn merge(
             .iter()
             .map(|r| r.ledgers.iter().map(|l| l.distinct).sum())
             .collect(),
-        resumed: subscribers.iter().filter_map(|r| r.resumed.clone()).collect(),
+        resumed: subscribers
+            .iter()
+            .filter_map(|r| r.resumed.clone())
+            .collect(),
         topic_alias,
         inflight,
     }

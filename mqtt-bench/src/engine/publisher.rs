@@ -149,7 +149,10 @@ impl<'a> Publisher<'a> {
     ) -> Publisher<'a> {
         // MQTT 5: never more in flight than the broker's receive maximum.
         let receive_max = connack.receive_max.map_or(usize::MAX, usize::from);
-        let inflight = spec.inflight.min(receive_max).clamp(1, usize::from(u16::MAX));
+        let inflight = spec
+            .inflight
+            .min(receive_max)
+            .clamp(1, usize::from(u16::MAX));
         let open = spec.rate_per_s.is_some();
         let histogram = || Histogram::new(3).expect("3 significant figures is valid");
         let alias = (spec.topic_alias && connack.topic_alias_max.unwrap_or(0) >= TOPIC_ALIAS)
@@ -328,16 +331,20 @@ impl<'a> Publisher<'a> {
                     codec::encode_ack(&mut self.conn.wbuf, protocol, Ack::PubRel, id);
                     false
                 }
-                _ => return Err(self.conn.unexpected(&format!("{ack:?} at QoS {}", self.spec.pub_qos))),
+                _ => {
+                    return Err(self
+                        .conn
+                        .unexpected(&format!("{ack:?} at QoS {}", self.spec.pub_qos)));
+                }
             };
             if !completes {
                 continue;
             }
             let slot = self.flight.sent_ns.get_mut(usize::from(id));
             let Some(slot) = slot.filter(|s| **s != 0) else {
-                return Err(self
-                    .conn
-                    .unexpected(&format!("acknowledgement of packet id {id}, which is not in flight")));
+                return Err(self.conn.unexpected(&format!(
+                    "acknowledgement of packet id {id}, which is not in flight"
+                )));
             };
             let now = *now_ns.get_or_insert_with(|| self.spec.epoch.elapsed().as_nanos() as u64);
             if refused {

@@ -67,20 +67,32 @@ pub async fn run(spec: RetainedSpec) -> Result<RetainedResult, ConnError> {
         .spawn(0, async move {
             let (mut publisher, _) =
                 Conn::connect(&setup.endpoint, &ConnectOptions::clean(&p_id, 0)).await?;
-            let messages: Vec<(String, Bytes)> = setup.topics.iter().enumerate().map(|(seq, topic)| {
-                let mut payload = setup.payload.to_vec();
-                stamp(
-                    &mut payload,
-                    Stamp {
-                        seq: seq as u64,
-                        sent_ns: 0,
-                        window: setup.window_id,
-                        publisher: 0,
-                    },
-                );
-                (topic.clone(), Bytes::from(payload))
-            }).collect();
-            publish_all(&mut publisher, messages, setup.qos, setup.inflight, setup.ceiling).await?;
+            let messages: Vec<(String, Bytes)> = setup
+                .topics
+                .iter()
+                .enumerate()
+                .map(|(seq, topic)| {
+                    let mut payload = setup.payload.to_vec();
+                    stamp(
+                        &mut payload,
+                        Stamp {
+                            seq: seq as u64,
+                            sent_ns: 0,
+                            window: setup.window_id,
+                            publisher: 0,
+                        },
+                    );
+                    (topic.clone(), Bytes::from(payload))
+                })
+                .collect();
+            publish_all(
+                &mut publisher,
+                messages,
+                setup.qos,
+                setup.inflight,
+                setup.ceiling,
+            )
+            .await?;
             let (subscriber, _) =
                 Conn::connect(&setup.endpoint, &ConnectOptions::clean(&s_id, 1)).await?;
             Ok::<(Conn, Conn), ConnError>((publisher, subscriber))
@@ -94,16 +106,23 @@ pub async fn run(spec: RetainedSpec) -> Result<RetainedResult, ConnError> {
             let opened = Instant::now();
             let result = receive(&mut subscriber, &measured).await;
             let usage = clock.finish(opened).await;
-            (result.map(|mut r| {
-                r.lanes = usage;
-                r
-            }), subscriber)
+            (
+                result.map(|mut r| {
+                    r.lanes = usage;
+                    r
+                }),
+                subscriber,
+            )
         })
         .await
         .map_err(|e| task_failed(&e))?;
     subscriber_back.disconnect().await;
     let mut result = result?;
-    let empty = spec.topics.iter().map(|t| (t.clone(), Bytes::new())).collect();
+    let empty = spec
+        .topics
+        .iter()
+        .map(|t| (t.clone(), Bytes::new()))
+        .collect();
     result.cleared = publish_all(&mut publisher, empty, 1, spec.inflight, spec.ceiling)
         .await
         .is_ok();
@@ -219,7 +238,11 @@ pub async fn publish_all(
     loop {
         while messages.peek().is_some() && (qos == 0 || !free.is_empty()) {
             let (topic, payload) = messages.next().expect("peeked");
-            let pkid = if qos == 0 { 0 } else { free.pop().expect("checked") };
+            let pkid = if qos == 0 {
+                0
+            } else {
+                free.pop().expect("checked")
+            };
             let mut template = PublishTemplate::new(protocol, &topic, qos, true, payload, None);
             if let Err(source) = template.encode(&mut conn.wbuf, pkid) {
                 return Err(conn.codec_error(source));

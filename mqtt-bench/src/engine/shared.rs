@@ -62,14 +62,22 @@ impl Shared {
                 .map(|p| p.load(Ordering::Relaxed))
                 .min()
                 .unwrap_or(u64::MAX),
-            Owed::Group => self.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum(),
+            Owed::Group => self
+                .progress
+                .iter()
+                .map(|p| p.load(Ordering::Relaxed))
+                .sum(),
         };
         written.saturating_sub(delivered)
     }
 
     /// Whether what has arrived at every subscriber (or the group) is everything written.
     pub fn group_complete(&self, total_sent: u64) -> bool {
-        let arrived: u64 = self.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+        let arrived: u64 = self
+            .progress
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .sum();
         arrived >= total_sent
     }
 
@@ -93,7 +101,12 @@ impl Shared {
         if self.done.load(Ordering::Acquire) < self.sent.len() {
             return None;
         }
-        Some(self.sent.iter().map(|s| s.load(Ordering::Acquire)).collect())
+        Some(
+            self.sent
+                .iter()
+                .map(|s| s.load(Ordering::Acquire))
+                .collect(),
+        )
     }
 
     pub fn since_publishers_done(&self) -> Duration {

@@ -16,9 +16,7 @@ use tokio::sync::watch;
 
 use super::lanes::{LaneClock, LaneUsage};
 use crate::protocol::codec::Incoming;
-use crate::protocol::conn::{
-    Conn, ConnError, ConnectOptions, Endpoint, IDLE_READ_BYTES, Session,
-};
+use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint, IDLE_READ_BYTES, Session};
 
 /// How long before the first connection the storm is set up.
 const START_LEAD: Duration = Duration::from_millis(20);
@@ -165,7 +163,11 @@ pub async fn run(spec: StormSpec) -> StormResult {
     let client_rss_connected = own_rss().map(|r| r.current_bytes);
     let hold_clock = LaneClock::start().await;
     let held_from = Instant::now();
-    let hold_sampler = spec.probe.clone().filter(|_| !spec.hold.is_zero()).map(Sampler::start);
+    let hold_sampler = spec
+        .probe
+        .clone()
+        .filter(|_| !spec.hold.is_zero())
+        .map(Sampler::start);
     tokio::time::sleep(spec.hold).await;
     let hold_usage = hold_sampler.map(Sampler::finish).unwrap_or_default();
     let hold_lanes = hold_clock.finish(held_from).await;
@@ -175,8 +177,13 @@ pub async fn run(spec: StormSpec) -> StormResult {
     for handle in spawners {
         match tokio::time::timeout_at(give_up.into(), handle).await {
             Ok(Ok(outcomes)) => outcomes.into_iter().for_each(|o| result.absorb(o)),
-            Ok(Err(e)) => result.note_failure(Failure::Failed, format!("a lane's task failed: {e}")),
-            Err(_) => result.note_failure(Failure::TimedOut, "clients were still busy at the ceiling".into()),
+            Ok(Err(e)) => {
+                result.note_failure(Failure::Failed, format!("a lane's task failed: {e}"))
+            }
+            Err(_) => result.note_failure(
+                Failure::TimedOut,
+                "clients were still busy at the ceiling".into(),
+            ),
         }
     }
     result.storm_elapsed = result.storm_elapsed.max(Duration::from_nanos(1));
@@ -386,7 +393,8 @@ impl StormResult {
     }
 
     fn absorb(&mut self, o: Outcome) {
-        self.connack.record_lag(Duration::from_nanos(o.lag_ns), o.missed);
+        self.connack
+            .record_lag(Duration::from_nanos(o.lag_ns), o.missed);
         self.missed_ticks = self.connack.missed_ticks;
         if let Some((failure, message)) = o.error {
             self.note_failure(failure, message);

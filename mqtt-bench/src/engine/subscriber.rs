@@ -113,13 +113,15 @@ impl<'a> Subscriber<'a> {
     async fn receive(&mut self, mut leave_at: Option<Instant>) -> Result<(), ConnError> {
         let mut last_arrival = Instant::now();
         let mut reads = 0;
+        // Bytes the idle wait below read: they are in the buffer, to be decoded now.
+        let mut waited_read = false;
         loop {
             if leave_at.is_some_and(|at| Instant::now() >= at) {
                 leave_at = None;
                 self.leave_and_resume().await?;
                 last_arrival = Instant::now();
             }
-            if self.conn.try_fill()? {
+            if std::mem::take(&mut waited_read) || self.conn.try_fill()? {
                 let now = Instant::now();
                 if self.take_packets(now)? {
                     last_arrival = now;
@@ -139,7 +141,7 @@ impl<'a> Subscriber<'a> {
             self.conn.keep_alive_due(Instant::now());
             self.conn.flush().await?;
             if let Ok(io) = tokio::time::timeout(IDLE_CHECK, self.conn.io(false)).await {
-                io?;
+                waited_read = io?.0;
             }
         }
     }

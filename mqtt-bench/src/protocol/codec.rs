@@ -225,9 +225,9 @@ pub fn encode_pingreq(out: &mut BytesMut, protocol: Protocol) {
 pub fn encode_disconnect(out: &mut BytesMut, protocol: Protocol) {
     match protocol {
         Protocol::V311 => drop(v4::Disconnect.write(out)),
-        Protocol::V5 => drop(
-            v5::Disconnect::new(v5::DisconnectReasonCode::NormalDisconnection).write(out),
-        ),
+        Protocol::V5 => {
+            drop(v5::Disconnect::new(v5::DisconnectReasonCode::NormalDisconnection).write(out))
+        }
     }
 }
 
@@ -392,15 +392,30 @@ pub enum Incoming {
     ConnAck(Box<ConnAckInfo>),
     Publish(Delivered),
     /// PUBACK, PUBREC or PUBCOMP with its reason code (0 in 3.1.1).
-    Ack { ack: Ack, pkid: u16, code: u8 },
-    PubRel { pkid: u16 },
-    SubAck { pkid: u16, codes: Vec<u8> },
-    UnsubAck { pkid: u16 },
+    Ack {
+        ack: Ack,
+        pkid: u16,
+        code: u8,
+    },
+    PubRel {
+        pkid: u16,
+    },
+    SubAck {
+        pkid: u16,
+        codes: Vec<u8>,
+    },
+    UnsubAck {
+        pkid: u16,
+    },
     PingResp,
     /// A DISCONNECT from the broker (MQTT 5) with its reason code.
-    Disconnect { code: u8 },
+    Disconnect {
+        code: u8,
+    },
     /// A packet a client never expects (CONNECT, SUBSCRIBE, PINGREQ, AUTH …), by type.
-    Unexpected { kind: u8 },
+    Unexpected {
+        kind: u8,
+    },
 }
 
 impl Incoming {
@@ -409,10 +424,19 @@ impl Incoming {
         match self {
             Incoming::ConnAck(_) => "CONNACK",
             Incoming::Publish(_) => "PUBLISH",
-            Incoming::Ack { ack: Ack::PubAck, .. } => "PUBACK",
-            Incoming::Ack { ack: Ack::PubRec, .. } => "PUBREC",
-            Incoming::Ack { ack: Ack::PubComp, .. } => "PUBCOMP",
-            Incoming::Ack { ack: Ack::PubRel, .. } | Incoming::PubRel { .. } => "PUBREL",
+            Incoming::Ack {
+                ack: Ack::PubAck, ..
+            } => "PUBACK",
+            Incoming::Ack {
+                ack: Ack::PubRec, ..
+            } => "PUBREC",
+            Incoming::Ack {
+                ack: Ack::PubComp, ..
+            } => "PUBCOMP",
+            Incoming::Ack {
+                ack: Ack::PubRel, ..
+            }
+            | Incoming::PubRel { .. } => "PUBREL",
             Incoming::SubAck { .. } => "SUBACK",
             Incoming::UnsubAck { .. } => "UNSUBACK",
             Incoming::PingResp => "PINGRESP",

@@ -55,7 +55,9 @@ pub enum ConnError {
         asked: u8,
         granted: u8,
     },
-    #[error("{addr} closed the connection instead of answering the {protocol} CONNECT with a CONNACK{context}")]
+    #[error(
+        "{addr} closed the connection instead of answering the {protocol} CONNECT with a CONNACK{context}"
+    )]
     NoConnAck {
         addr: Arc<str>,
         protocol: Protocol,
@@ -89,7 +91,10 @@ impl ConnError {
     /// Whether the broker declined the protocol itself: a refused CONNECT, or a connection
     /// closed in answer to it.
     pub fn refuses_protocol(&self) -> bool {
-        matches!(self, ConnError::Refused { .. } | ConnError::NoConnAck { .. })
+        matches!(
+            self,
+            ConnError::Refused { .. } | ConnError::NoConnAck { .. }
+        )
     }
 
     /// Whether the broker declined what was asked (a CONNACK or SUBACK refusal, a downgraded
@@ -214,13 +219,15 @@ impl Conn {
         let waited = endpoint.handshake_timeout;
         let began = Instant::now();
         let source = endpoint.source(options.client_index);
-        let target = endpoint.target(source).ok_or_else(|| ConnError::Unreachable {
-            addr: addr.clone(),
-            source: io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                "no address of the broker matches the source address's family",
-            ),
-        })?;
+        let target = endpoint
+            .target(source)
+            .ok_or_else(|| ConnError::Unreachable {
+                addr: addr.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::AddrNotAvailable,
+                    "no address of the broker matches the source address's family",
+                ),
+            })?;
         let io = tokio::time::timeout(waited, Transport::connect(target, source))
             .await
             .map_err(|_| ConnError::Silent {
@@ -263,14 +270,17 @@ impl Conn {
             }
         })?;
         conn.flush().await?;
-        let answer = conn.handshake_packet(waited, "CONNACK").await.map_err(|e| match e {
-            ConnError::Closed { addr, context } => ConnError::NoConnAck {
-                addr,
-                protocol: endpoint.protocol,
-                context: context.replace(" instead of answering with a CONNACK", ""),
-            },
-            e => e,
-        })?;
+        let answer = conn
+            .handshake_packet(waited, "CONNACK")
+            .await
+            .map_err(|e| match e {
+                ConnError::Closed { addr, context } => ConnError::NoConnAck {
+                    addr,
+                    protocol: endpoint.protocol,
+                    context: context.replace(" instead of answering with a CONNACK", ""),
+                },
+                e => e,
+            })?;
         let connack = match answer {
             Incoming::ConnAck(connack) => connack,
             other => return Err(conn.unexpected(&format!("{} before the CONNACK", other.name()))),

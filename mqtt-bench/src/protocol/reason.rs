@@ -161,7 +161,10 @@ mod tests {
         assert_eq!(puback(PubAckReason::NoMatchingSubscribers), 0x10);
         assert_eq!(pubrec(PubRecReason::Success), 0);
         assert_eq!(pubcomp(PubCompReason::PacketIdentifierNotFound), 0x92);
-        assert_eq!(suback(SubscribeReasonCode::SharedSubscriptionsNotSupported), 0x9e);
+        assert_eq!(
+            suback(SubscribeReasonCode::SharedSubscriptionsNotSupported),
+            0x9e
+        );
         assert_eq!(connack_v5(ConnectReturnCode::NotAuthorized), 0x87);
         assert_eq!(describe(0x9e), "shared subscriptions not supported (0x9e)");
         assert_eq!(connack_311(1), "unacceptable protocol version");

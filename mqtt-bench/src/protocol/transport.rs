@@ -47,7 +47,11 @@ impl Transport {
 
     /// Reads into `buf`'s spare capacity (the caller reserves it first).
     #[inline]
-    pub fn poll_read(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<usize>> {
+    pub fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
         match self {
             Transport::Tcp(s) => tokio_util::io::poll_read_buf(Pin::new(s), cx, buf),
         }

@@ -63,28 +63,42 @@ fn qos_table(report: &Report, system: &str) -> Option<Table> {
             if c.status != Status::Ok {
                 return c.status.as_str().to_owned();
             }
-            c.throughput
-                .as_ref()
-                .map_or("–".into(), |t| format!("{} {}", format_rate(t.median), c.unit))
+            c.throughput.as_ref().map_or("–".into(), |t| {
+                format!("{} {}", format_rate(t.median), c.unit)
+            })
         }));
         rows.push(line("latency p50 / p99", &|c| {
             c.latency_ns.map_or("–".into(), |l| {
-                format!("{} / {}", format_latency_ns(l.p50), format_latency_ns(l.p99))
+                format!(
+                    "{} / {}",
+                    format_latency_ns(l.p50),
+                    format_latency_ns(l.p99)
+                )
             })
         }));
         rows.push(line("CPU per message, client / broker", &|c| {
-            let broker = c.extra.get("broker_cpu_ns_per_msg").and_then(|v| v.as_f64());
+            let broker = c
+                .extra
+                .get("broker_cpu_ns_per_msg")
+                .and_then(|v| v.as_f64());
             format!("{} / {}", ns(c.client_cpu_ns_per_op), ns(broker))
         }));
         rows.push(line("lost / duplicated / reordered", &|c| {
             let d = c.extra.get("delivery");
             let n = |k: &str| d.and_then(|d| d[k].as_u64()).unwrap_or(0);
-            format!("{} / {} / {}", n("lost"), n("duplicates"), n("out_of_order"))
+            format!(
+                "{} / {} / {}",
+                n("lost"),
+                n("duplicates"),
+                n("out_of_order")
+            )
         }));
     }
     (!rows.is_empty()).then(|| Table {
         title: format!("{system}: QoS 0, 1 and 2 side by side (median of the measured rounds)"),
-        header: ["scenario", "QoS 0", "QoS 1", "QoS 2"].map(String::from).to_vec(),
+        header: ["scenario", "QoS 0", "QoS 1", "QoS 2"]
+            .map(String::from)
+            .to_vec(),
         rows,
         numeric: true,
     })
@@ -118,11 +132,17 @@ pub fn storm_table(report: &Report) -> Option<Table> {
             if c.status == Status::Refused {
                 return "refused".into();
             }
-            c.throughput.as_ref().map_or("–".into(), |t| format_rate(t.median))
+            c.throughput
+                .as_ref()
+                .map_or("–".into(), |t| format_rate(t.median))
         }),
         ("CONNACK p50 / p99 (idle: ping round trip)", &|c| {
             c.latency_ns.map_or("–".into(), |l| {
-                format!("{} / {}", format_latency_ns(l.p50), format_latency_ns(l.p99))
+                format!(
+                    "{} / {}",
+                    format_latency_ns(l.p50),
+                    format_latency_ns(l.p99)
+                )
             })
         }),
         ("broker RSS per connection", &|c| {
@@ -133,11 +153,18 @@ pub fn storm_table(report: &Report) -> Option<Table> {
         }),
         ("refused / timed out / failed / dropped", &|c| {
             let n = |k| figure(c, k).map_or("–".into(), |v| format!("{v:.0}"));
-            format!("{} / {} / {} / {}", n("refused"), n("timed_out"), n("failed"), n("dropped"))
+            format!(
+                "{} / {} / {} / {}",
+                n("refused"),
+                n("timed_out"),
+                n("failed"),
+                n("dropped")
+            )
         }),
-        ("broker CPU per connection (idle: per connection-second)", &|c| {
-            ns(figure(c, "broker_cpu_ns_per_conn").or(figure(c, "broker_cpu_ns_per_conn_s")))
-        }),
+        (
+            "broker CPU per connection (idle: per connection-second)",
+            &|c| ns(figure(c, "broker_cpu_ns_per_conn").or(figure(c, "broker_cpu_ns_per_conn_s"))),
+        ),
     ];
     let mut rows = Vec::new();
     for w in &workloads {

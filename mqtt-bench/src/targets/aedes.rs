@@ -55,7 +55,10 @@ impl BrokerKind for Aedes {
 
 /// The `node_modules` folder the aedes-cli script of the command line lives in.
 fn node_modules(broker: &Reached) -> Option<std::path::PathBuf> {
-    let script = broker.cmdline.iter().find(|a| a.contains("node_modules/aedes"))?;
+    let script = broker
+        .cmdline
+        .iter()
+        .find(|a| a.contains("node_modules/aedes"))?;
     let at = script.find("node_modules/")? + "node_modules".len();
     Some(Path::new(&script[..at]).to_path_buf())
 }

@@ -13,7 +13,9 @@ pub struct Emqx;
 /// The node and version of the first `$SYS/brokers/<node>/version` topic.
 fn node_version(broker: &Reached) -> Option<(&str, &str)> {
     broker.sys.iter().find_map(|(topic, value)| {
-        let node = topic.strip_prefix("$SYS/brokers/")?.strip_suffix("/version")?;
+        let node = topic
+            .strip_prefix("$SYS/brokers/")?
+            .strip_suffix("/version")?;
         Some((node, value.as_str()))
     })
 }

@@ -86,7 +86,10 @@ impl Reached {
 
     /// The argument after `flag` on its command line (`-c FILE`).
     pub fn arg_after(&self, flags: &[&str]) -> Option<&str> {
-        let at = self.cmdline.iter().position(|a| flags.contains(&a.as_str()))?;
+        let at = self
+            .cmdline
+            .iter()
+            .position(|a| flags.contains(&a.as_str()))?;
         self.cmdline.get(at + 1).map(String::as_str)
     }
 }
@@ -126,9 +129,10 @@ pub trait BrokerKind: Sync {
             if !self.recognises(broker) {
                 return Ok(None);
             }
-            let version = broker
-                .sys_version()
-                .map_or_else(|| format!("{} (version not published)", self.kind()), str::to_owned);
+            let version = broker.sys_version().map_or_else(
+                || format!("{} (version not published)", self.kind()),
+                str::to_owned,
+            );
             Ok(Some(Description {
                 version,
                 verified: self.settings(broker),
@@ -242,13 +246,18 @@ async fn describe_over_mqtt(
         let endpoint = session::endpoint(url.addr(), &client)?;
         match session::describe(&endpoint, &id).await {
             Ok((sys, connack)) => {
-                let endpoint = session::endpoint(url.addr(), &Client {
-                    protocol: Protocol::V311,
-                    ..client
-                })?;
+                let endpoint = session::endpoint(
+                    url.addr(),
+                    &Client {
+                        protocol: Protocol::V311,
+                        ..client
+                    },
+                )?;
                 return Ok((endpoint, sys, connack));
             }
-            Err(ConnError::Refused { connack, .. }) if connack.code == 1 && protocol == Protocol::V311 => {
+            Err(ConnError::Refused { connack, .. })
+                if connack.code == 1 && protocol == Protocol::V311 =>
+            {
                 last = Some(ConnError::Refused {
                     addr: endpoint.addr.clone(),
                     protocol,
@@ -259,7 +268,10 @@ async fn describe_over_mqtt(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(last.map_or_else(|| TargetError::Other("the broker refused every protocol".into()), Into::into))
+    Err(last.map_or_else(
+        || TargetError::Other("the broker refused every protocol".into()),
+        Into::into,
+    ))
 }
 
 fn system_info(
@@ -273,7 +285,9 @@ fn system_info(
     let published = reached.sys_version().unwrap_or("not published");
     let mut verified = settings([("$SYS/broker/version", published.to_owned())]);
     for (topic, value) in &reached.sys {
-        verified.entry(topic.clone()).or_insert_with(|| value.clone());
+        verified
+            .entry(topic.clone())
+            .or_insert_with(|| value.clone());
     }
     if let Some(pid) = reached.pid {
         verified.insert("pid".into(), pid.to_string());

@@ -75,8 +75,14 @@ fn describe_varz(varz: &serde_json::Value) -> Description {
     put("max_payload", &varz["max_payload"]);
     put("mqtt.port", &varz["mqtt"]["port"]);
     put("mqtt.max_ack_pending", &varz["mqtt"]["max_ack_pending"]);
-    put("jetstream.store_dir", &varz["jetstream"]["config"]["store_dir"]);
-    put("jetstream.sync_interval_ns", &varz["jetstream"]["config"]["sync_interval"]);
+    put(
+        "jetstream.store_dir",
+        &varz["jetstream"]["config"]["store_dir"],
+    );
+    put(
+        "jetstream.sync_interval_ns",
+        &varz["jetstream"]["config"]["sync_interval"],
+    );
     let version = varz["version"].as_str().unwrap_or("unknown");
     Description {
         version: format!("NATS Server {version}"),
@@ -94,8 +100,11 @@ fn monitor_of(broker: &Reached) -> Option<String> {
     let text = std::fs::read_to_string(file).ok()?;
     for line in text.lines().map(str::trim) {
         let value = |key: &str| {
-            line.strip_prefix(key)
-                .map(|v| v.trim_start_matches([':', '=', ' ']).trim().trim_matches('"'))
+            line.strip_prefix(key).map(|v| {
+                v.trim_start_matches([':', '=', ' '])
+                    .trim()
+                    .trim_matches('"')
+            })
         };
         if let Some(hostport) = value("http:") {
             return Some(format!("http://{hostport}"));

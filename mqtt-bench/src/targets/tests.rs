@@ -33,7 +33,11 @@ pub fn reached(sys: &[(&str, &str)], cmdline: &[&str]) -> Reached {
 async fn what_a_broker_publishes_or_runs_as_names_its_kind() {
     let version = "$SYS/broker/version";
     for (sys, cmdline, kind) in [
-        (vec![(version, "mosquitto version 2.0.11")], vec![], "mosquitto"),
+        (
+            vec![(version, "mosquitto version 2.0.11")],
+            vec![],
+            "mosquitto",
+        ),
         (vec![(version, "mochi-mqtt v2.7.9")], vec![], "mochi-mqtt"),
         (vec![(version, "RabbitMQ 4.0")], vec![], "rabbitmq"),
         (
@@ -63,13 +67,21 @@ async fn what_a_broker_publishes_or_runs_as_names_its_kind() {
 #[tokio::test]
 async fn unknown_schemes_and_remote_processes_are_refused_before_any_connection() {
     let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-    let error = open(&spec, None, &client()).await.err().unwrap().to_string();
+    let error = open(&spec, None, &client())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(error.contains("unknown scheme `redis`"), "{error}");
     assert!(error.contains("mqtt://"), "{error}");
     // A broker on another host is reached (no connection is tried here: its PID cannot be
     // read from this machine, which is refused first).
     let spec = TargetSpec::parse("mqtt://10.1.2.3:1883").unwrap();
     let pid = ServerPid::parse("1").unwrap();
-    let error = open(&spec, Some(&pid), &client()).await.err().unwrap().to_string();
+    let error = open(&spec, Some(&pid), &client())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(error.contains("is on another host"), "{error}");
 }

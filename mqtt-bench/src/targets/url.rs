@@ -85,7 +85,11 @@ fn monitor(query: &str) -> Result<String, String> {
             Some(("monitor", value)) => {
                 return Err(format!("?monitor={value} must be an http:// URL"));
             }
-            _ => return Err(format!("`{pair}` is not a broker URL option; the only one is ?monitor=http://HOST:PORT")),
+            _ => {
+                return Err(format!(
+                    "`{pair}` is not a broker URL option; the only one is ?monitor=http://HOST:PORT"
+                ));
+            }
         }
     }
     found.ok_or_else(|| "an empty query; the only option is ?monitor=http://HOST:PORT".to_owned())
@@ -107,8 +111,14 @@ mod tests {
             BrokerUrl::parse("mqtt://[::1]:1883").unwrap().addr(),
             "[::1]:1883"
         );
-        let remote = BrokerUrl::parse("mqtt://broker.example.com:1883?monitor=http://broker.example.com:8222/").unwrap();
-        assert_eq!(remote.monitor.as_deref(), Some("http://broker.example.com:8222"));
+        let remote = BrokerUrl::parse(
+            "mqtt://broker.example.com:1883?monitor=http://broker.example.com:8222/",
+        )
+        .unwrap();
+        assert_eq!(
+            remote.monitor.as_deref(),
+            Some("http://broker.example.com:8222")
+        );
         for bad in [
             "http://127.0.0.1:1883",
             "mqtt://127.0.0.1",

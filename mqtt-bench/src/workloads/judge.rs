@@ -115,7 +115,11 @@ pub fn detail(m: &Measured, figure_per_s: f64) -> serde_json::Value {
 /// What limited a paced round that published less than asked: the client's lane when it was
 /// busy nearly all the window (`client-limited`), else the broker (the target was not reached:
 /// a result, reported with the achieved rate).
-pub fn limit(m: &Measured, target: Option<f64>, label: &str) -> (Vec<(Status, String)>, Option<String>) {
+pub fn limit(
+    m: &Measured,
+    target: Option<f64>,
+    label: &str,
+) -> (Vec<(Status, String)>, Option<String>) {
     let r = &m.result;
     let Some(rate) = target else {
         return (Vec::new(), None);
@@ -137,7 +141,8 @@ pub fn limit(m: &Measured, target: Option<f64>, label: &str) -> (Vec<(Status, St
         );
         return (vec![(Status::ClientLimited, mark)], None);
     }
-    let waited = r.publisher.waited_on_broker.as_secs_f64() / r.publisher.send_elapsed.as_secs_f64().max(1e-9);
+    let waited = r.publisher.waited_on_broker.as_secs_f64()
+        / r.publisher.send_elapsed.as_secs_f64().max(1e-9);
     (
         Vec::new(),
         Some(format!(

@@ -77,10 +77,7 @@ pub fn rows(opts: &Opts) -> Vec<Row> {
         for qos in scenario.qos_levels(&opts.qos) {
             let (name, unit) = match scenario {
                 Scenario::Qos1 | Scenario::Qos2 => (acked::name(qos, opts), "msg/s"),
-                Scenario::Fanout => (
-                    format!("fan-out 1→{}, qos{qos}", opts.subscribers),
-                    "del/s",
-                ),
+                Scenario::Fanout => (format!("fan-out 1→{}, qos{qos}", opts.subscribers), "del/s"),
                 Scenario::Qos0 => ("qos0 delivered 1→1".into(), "msg/s"),
                 Scenario::Latency => (format!("latency @ {rate}/s, qos{qos}"), "msg/s"),
                 Scenario::Connect => (
@@ -214,7 +211,9 @@ impl Ctx<'_> {
 
     /// Runs one window with the broker's CPU and memory sampled through it.
     pub async fn measure(&self, spec: WindowSpec) -> Result<Measured, RoundError> {
-        session::measure(self.link, spec).await.map_err(RoundError::from)
+        session::measure(self.link, spec)
+            .await
+            .map_err(RoundError::from)
     }
 }
 

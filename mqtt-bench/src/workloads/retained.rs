@@ -25,7 +25,9 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     let base = ctx.topic_base(row, window);
     let spec = RetainedSpec {
         endpoint: ctx.link.endpoint.clone(),
-        topics: (0..opts.retained).map(|i| format!("{base}/retained/{i}")).collect(),
+        topics: (0..opts.retained)
+            .map(|i| format!("{base}/retained/{i}"))
+            .collect(),
         filter: format!("{base}/retained/#"),
         qos: row.qos,
         inflight: opts.inflight,
@@ -37,7 +39,9 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     };
     let sampler = ctx.link.probe.clone().map(common::procstat::Sampler::start);
     let r = retained::run(spec).await;
-    let usage = sampler.map(common::procstat::Sampler::finish).unwrap_or_default();
+    let usage = sampler
+        .map(common::procstat::Sampler::finish)
+        .unwrap_or_default();
     let r = r?;
     let mut marks = Vec::new();
     if let Some(error) = &r.error {
@@ -46,13 +50,19 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     if r.delivery.lost > 0 {
         marks.push((
             Status::Error,
-            format!("{label}: {} of {} retained messages never reached the new subscriber", r.delivery.lost, r.published),
+            format!(
+                "{label}: {} of {} retained messages never reached the new subscriber",
+                r.delivery.lost, r.published
+            ),
         ));
     }
     if r.without_retain_flag > 0 {
         marks.push((
             Status::Invalid,
-            format!("{label}: {} retained messages arrived without the retain flag", r.without_retain_flag),
+            format!(
+                "{label}: {} retained messages arrived without the retain flag",
+                r.without_retain_flag
+            ),
         ));
     }
     if !r.cleared {

@@ -26,7 +26,11 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         endpoint: ctx.link.endpoint.clone(),
         clients: opts.clients,
         rate_per_s: opts.connect_rate,
-        hold: if idle { opts.common.duration } else { Duration::ZERO },
+        hold: if idle {
+            opts.common.duration
+        } else {
+            Duration::ZERO
+        },
         // Held idle, a client pings as a standard client does: once per keep-alive.
         ping_every: if idle { keep_alive } else { keep_alive / 2 },
         client_prefix: ctx.client_prefix(window),
@@ -48,7 +52,11 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     };
     let mut recorder = recorder;
     recorder.counts.ok = count;
-    let lanes = if idle { r.hold_lanes.clone() } else { r.lanes.clone() };
+    let lanes = if idle {
+        r.hold_lanes.clone()
+    } else {
+        r.lanes.clone()
+    };
     let usage = if idle { r.hold_usage } else { r.storm_usage };
     Ok(RoundOutcome {
         outcome: WindowOutcome {
@@ -86,16 +94,32 @@ fn judge(r: &StormResult, label: &str) -> Vec<(Status, String)> {
     let of = r.attempted;
     let mut fail = |count: u64, what: &str, why: &Option<String>| {
         if count > 0 {
-            let why = why.as_deref().map_or(String::new(), |w| format!("; first: {w}"));
-            marks.push((Status::Error, format!("{label}: {count} of {of} {what}{why}")));
+            let why = why
+                .as_deref()
+                .map_or(String::new(), |w| format!("; first: {w}"));
+            marks.push((
+                Status::Error,
+                format!("{label}: {count} of {of} {what}{why}"),
+            ));
         }
     };
     fail(r.refused, "connects refused", &r.refused_reason);
     fail(r.timed_out, "connects timed out", &r.first_error);
     fail(r.failed, "connects failed", &r.first_error);
-    fail(r.dropped, "held connections were closed by the broker", &r.dropped_reason);
-    let silent = r.connected.saturating_sub(r.dropped).saturating_sub(r.alive);
-    fail(silent, "connections did not answer a PINGREQ before closing", &None);
+    fail(
+        r.dropped,
+        "held connections were closed by the broker",
+        &r.dropped_reason,
+    );
+    let silent = r
+        .connected
+        .saturating_sub(r.dropped)
+        .saturating_sub(r.alive);
+    fail(
+        silent,
+        "connections did not answer a PINGREQ before closing",
+        &None,
+    );
     marks
 }
 
@@ -109,9 +133,7 @@ fn figures(
     hold: Duration,
 ) -> BTreeMap<&'static str, f64> {
     let n = r.connected.max(1) as f64;
-    let per = |now: Option<u64>, before: Option<u64>| {
-        Some(now?.saturating_sub(before?) as f64 / n)
-    };
+    let per = |now: Option<u64>, before: Option<u64>| Some(now?.saturating_sub(before?) as f64 / n);
     let mut f = BTreeMap::new();
     let mut put = |key, value: Option<f64>| {
         if let Some(v) = value {
@@ -129,10 +151,16 @@ fn figures(
     let connack = percentiles(&r.connack.latency);
     put("connack_p50_ns", connack.map(|p| p.p50 as f64));
     put("connack_p99_ns", connack.map(|p| p.p99 as f64));
-    put("tcp_connect_p99_ns", percentiles(&r.tcp).map(|p| p.p99 as f64));
+    put(
+        "tcp_connect_p99_ns",
+        percentiles(&r.tcp).map(|p| p.p99 as f64),
+    );
     put(
         "broker_rss_per_conn_bytes",
-        per(r.broker_rss_connected, baselines.broker_rss.get(system).copied()),
+        per(
+            r.broker_rss_connected,
+            baselines.broker_rss.get(system).copied(),
+        ),
     );
     put(
         "broker_rss_per_conn_this_round_bytes",
@@ -146,15 +174,30 @@ fn figures(
         "client_rss_per_conn_this_round_bytes",
         per(r.client_rss_connected, r.client_rss_before),
     );
-    put("broker_rss_connected_bytes", r.broker_rss_connected.map(|b| b as f64));
-    put("client_rss_connected_bytes", r.client_rss_connected.map(|b| b as f64));
+    put(
+        "broker_rss_connected_bytes",
+        r.broker_rss_connected.map(|b| b as f64),
+    );
+    put(
+        "client_rss_connected_bytes",
+        r.client_rss_connected.map(|b| b as f64),
+    );
     if idle {
         let conn_s = n * hold.as_secs_f64();
-        put("broker_cpu_ns_per_conn_s", r.hold_usage.cpu_ns.map(|c| c as f64 / conn_s));
-        put("client_cpu_ns_per_conn_s", Some(r.hold_lanes.cpu_ns as f64 / conn_s));
+        put(
+            "broker_cpu_ns_per_conn_s",
+            r.hold_usage.cpu_ns.map(|c| c as f64 / conn_s),
+        );
+        put(
+            "client_cpu_ns_per_conn_s",
+            Some(r.hold_lanes.cpu_ns as f64 / conn_s),
+        );
         put("pings", Some(r.pings as f64));
     } else {
-        put("broker_cpu_ns_per_conn", r.storm_usage.cpu_ns.map(|c| c as f64 / n));
+        put(
+            "broker_cpu_ns_per_conn",
+            r.storm_usage.cpu_ns.map(|c| c as f64 / n),
+        );
         put("client_cpu_ns_per_conn", Some(r.lanes.cpu_ns as f64 / n));
     }
     f

@@ -28,10 +28,19 @@ fn what_a_311_broker_sends_decodes_byte_by_byte() {
     v4::ConnAck::new(v4::ConnectReturnCode::Success, true)
         .write(&mut wire)
         .unwrap();
-    let mut suback = v4::SubAck::new(7, vec![v4::SubscribeReasonCode::Success(rumqttc::mqttbytes::QoS::AtLeastOnce)]);
+    let mut suback = v4::SubAck::new(
+        7,
+        vec![v4::SubscribeReasonCode::Success(
+            rumqttc::mqttbytes::QoS::AtLeastOnce,
+        )],
+    );
     suback.pkid = 7;
     suback.write(&mut wire).unwrap();
-    let mut publish = v4::Publish::new("a/b", rumqttc::mqttbytes::QoS::AtLeastOnce, b"data".to_vec());
+    let mut publish = v4::Publish::new(
+        "a/b",
+        rumqttc::mqttbytes::QoS::AtLeastOnce,
+        b"data".to_vec(),
+    );
     publish.pkid = 513;
     publish.write(&mut wire).unwrap();
     v4::PubAck::new(9).write(&mut wire).unwrap();
@@ -41,22 +50,61 @@ fn what_a_311_broker_sends_decodes_byte_by_byte() {
     v4::PingResp.write(&mut wire).unwrap();
     let got = decode_trickled(&wire, Protocol::V311);
     assert_eq!(got.len(), 8);
-    let Incoming::ConnAck(c) = &got[0] else { panic!("{got:?}") };
+    let Incoming::ConnAck(c) = &got[0] else {
+        panic!("{got:?}")
+    };
     assert!(c.accepted() && c.session_present);
-    assert_eq!(got[1], Incoming::SubAck { pkid: 7, codes: vec![1] });
-    let Incoming::Publish(p) = &got[2] else { panic!() };
-    assert_eq!((p.qos, p.pkid, &p.topic[..], &p.payload[..]), (1, 513, &b"a/b"[..], &b"data"[..]));
-    assert_eq!(got[3], Incoming::Ack { ack: Ack::PubAck, pkid: 9, code: 0 });
-    assert_eq!(got[4], Incoming::Ack { ack: Ack::PubRec, pkid: 10, code: 0 });
+    assert_eq!(
+        got[1],
+        Incoming::SubAck {
+            pkid: 7,
+            codes: vec![1]
+        }
+    );
+    let Incoming::Publish(p) = &got[2] else {
+        panic!()
+    };
+    assert_eq!(
+        (p.qos, p.pkid, &p.topic[..], &p.payload[..]),
+        (1, 513, &b"a/b"[..], &b"data"[..])
+    );
+    assert_eq!(
+        got[3],
+        Incoming::Ack {
+            ack: Ack::PubAck,
+            pkid: 9,
+            code: 0
+        }
+    );
+    assert_eq!(
+        got[4],
+        Incoming::Ack {
+            ack: Ack::PubRec,
+            pkid: 10,
+            code: 0
+        }
+    );
     assert_eq!(got[5], Incoming::PubRel { pkid: 11 });
-    assert_eq!(got[6], Incoming::Ack { ack: Ack::PubComp, pkid: 12, code: 0 });
+    assert_eq!(
+        got[6],
+        Incoming::Ack {
+            ack: Ack::PubComp,
+            pkid: 12,
+            code: 0
+        }
+    );
     assert_eq!(got[7], Incoming::PingResp);
 }
 
 #[test]
 fn what_a_v5_broker_sends_decodes_including_what_rumqttc_misreads() {
     let mut wire = BytesMut::new();
-    let mut publish = v5::Publish::new("t", rumqttc::v5::mqttbytes::QoS::ExactlyOnce, Bytes::from_static(b"xy"), None);
+    let mut publish = v5::Publish::new(
+        "t",
+        rumqttc::v5::mqttbytes::QoS::ExactlyOnce,
+        Bytes::from_static(b"xy"),
+        None,
+    );
     publish.pkid = 3;
     publish.write(&mut wire).unwrap();
     let mut refused = v5::PubAck::new(4, None);
@@ -67,12 +115,23 @@ fn what_a_v5_broker_sends_decodes_including_what_rumqttc_misreads() {
     wire.extend_from_slice(&[0xe0, 0x00, 0xe0, 0x01, 0x8e, 0x20, 0x02, 0x00, 0x01]);
     let got = decode_trickled(&wire, Protocol::V5);
     assert_eq!(got.len(), 5, "{got:?}");
-    let Incoming::Publish(p) = &got[0] else { panic!() };
+    let Incoming::Publish(p) = &got[0] else {
+        panic!()
+    };
     assert_eq!((p.qos, p.pkid), (2, 3));
-    assert_eq!(got[1], Incoming::Ack { ack: Ack::PubAck, pkid: 4, code: 0x97 });
+    assert_eq!(
+        got[1],
+        Incoming::Ack {
+            ack: Ack::PubAck,
+            pkid: 4,
+            code: 0x97
+        }
+    );
     assert_eq!(got[2], Incoming::Disconnect { code: 0 });
     assert_eq!(got[3], Incoming::Disconnect { code: 0x8e });
-    let Incoming::ConnAck(c) = &got[4] else { panic!() };
+    let Incoming::ConnAck(c) = &got[4] else {
+        panic!()
+    };
     assert!(c.answered_311 && !c.accepted());
     assert!(c.refusal(Protocol::V5).contains("does not speak MQTT 5"));
 }
@@ -83,7 +142,10 @@ fn a_whole_frame_too_short_for_its_fields_is_malformed_not_incomplete() {
     let mut buf = BytesMut::from(&[0x90u8, 0x03, 0x00, 0x01, 0x05][..]);
     let mut needed = 0;
     let result = read(&mut buf, Protocol::V5, 1 << 20, &mut needed);
-    assert!(matches!(result, Err(CodecError::Malformed(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(CodecError::Malformed(_))),
+        "{result:?}"
+    );
     // And one larger than the client accepts is refused from its fixed header alone.
     let mut big = BytesMut::from(&[0x30u8, 0x80, 0x80, 0x01][..]);
     assert!(matches!(
@@ -98,7 +160,10 @@ fn the_publish_template_stamps_in_place_and_aliases_after_the_first() {
         let payload = Bytes::from(vec![0u8; 24]);
         let mut template = PublishTemplate::new(protocol, "a/b", 1, false, payload, Some(1));
         let mut out = BytesMut::new();
-        template.encode(&mut out, 5).unwrap().copy_from_slice(&[7u8; 24]);
+        template
+            .encode(&mut out, 5)
+            .unwrap()
+            .copy_from_slice(&[7u8; 24]);
         let first = out.len();
         template.encode(&mut out, 6).unwrap()[0] = 9;
         let second = out.len() - first;
@@ -148,7 +213,10 @@ fn connect_and_subscribe_carry_what_was_asked() {
         other => panic!("{other:?}"),
     };
     assert!(!connect.clean_start);
-    assert_eq!(connect.properties.unwrap().session_expiry_interval, Some(300));
+    assert_eq!(
+        connect.properties.unwrap().session_expiry_interval,
+        Some(300)
+    );
     assert_eq!(login.unwrap().username, "u");
     let mut sub = BytesMut::new();
     encode_subscribe(&mut sub, Protocol::V5, 9, &[("$share/g/t", 1)]).unwrap();
