@@ -1,5 +1,6 @@
 # Shared shell helpers of the scripts: logging, free loopback ports, running servers as their
-# own user, Debian packages, and stopping a process by the PID it was started with.
+# own user, Debian packages, stopping a process by the PID it was started with, and the test
+# certificates of the TLS servers.
 
 log() { echo "services: $*" >&2; }
 die() { echo "services: $*" >&2; exit 1; }
@@ -88,4 +89,21 @@ stop_pid() {
     log "stopped $name (pid $pid)"
   fi
   rm -f "$pidfile"
+}
+
+# The throwaway CA and server certificates of this state folder's TLS servers, made once by
+# scripts/tls-certs into STATE/tls (certificates for IP:127.0.0.1 and DNS:localhost, and a wrong
+# CA); sets TLS_DIR, and the first time in one `services start` prints their exports.
+test_tls() {
+  local state=$1
+  TLS_DIR=$state/tls
+  if [ ! -f "$TLS_DIR/server.pem" ]; then
+    "$(dirname "${BASH_SOURCE[0]}")/tls-certs" "$TLS_DIR" || die "scripts/tls-certs could not make the test certificates"
+    chmod 755 "$TLS_DIR"
+  fi
+  if [ -z "${FAIRBENCH_TLS_EXPORTED:-}" ]; then
+    echo "export FAIRBENCH_TEST_TLS_CA=$TLS_DIR/ca.pem"
+    echo "export FAIRBENCH_TEST_TLS_WRONG_CA=$TLS_DIR/wrong-ca.pem"
+    FAIRBENCH_TLS_EXPORTED=1
+  fi
 }

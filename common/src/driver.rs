@@ -57,7 +57,7 @@ impl Loop {
     fn new(ctx: &WorkerCtx) -> Loop {
         Loop {
             schedule: Schedule::new(ctx.start, ctx.duration, ctx.pace),
-            recorder: Recorder::new(ctx.pace.is_open()),
+            recorder: Recorder::with_seconds(ctx.pace.is_open(), ctx.start),
             next_snapshot: ctx.start + SNAPSHOT_EVERY,
         }
     }
@@ -73,7 +73,9 @@ impl Loop {
     ) -> bool {
         let ended = Instant::now();
         match result {
-            Ok(()) => self.recorder.record_ok(ended - intended, ended - started),
+            Ok(()) => self
+                .recorder
+                .record_ok_at(ended, ended - intended, ended - started),
             Err(OpError::Failed(message)) => self.recorder.record_error(&message),
             Err(OpError::Fatal(message)) => {
                 self.recorder.record_error(&message);
@@ -99,6 +101,7 @@ impl Loop {
     /// The recorder, with the open-loop ticks that were due but never started counted as missed.
     fn done(mut self) -> Recorder {
         self.recorder.missed_ticks += self.schedule.unissued();
+        self.recorder.close_seconds();
         self.recorder
     }
 
@@ -219,6 +222,9 @@ mod tests {
             "{recorder:?}"
         );
         assert!(recorder.lag.is_some() && recorder.service.is_some());
+        // Every completed operation is also in its second (all in the first one here).
+        let seconds = recorder.per_second.as_ref().unwrap().histograms();
+        assert_eq!(seconds.iter().map(|h| h.len()).sum::<u64>(), ok);
     }
 
     #[test]

@@ -9,8 +9,12 @@ use std::sync::OnceLock;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
+use crate::cputime::ThreadClock;
+
 pub struct Lanes {
     handles: Vec<Handle>,
+    /// Each lane thread's scheduler clock, for how busy the client was during a window.
+    clocks: Vec<Option<ThreadClock>>,
 }
 
 impl Lanes {
@@ -25,7 +29,7 @@ impl Lanes {
     }
 
     fn start(count: usize) -> Lanes {
-        let handles = (0..count)
+        let (handles, clocks) = (0..count)
             .map(|index| {
                 let (tx, rx) = std::sync::mpsc::channel();
                 std::thread::Builder::new()
@@ -35,7 +39,7 @@ impl Lanes {
                             .enable_all()
                             .build()
                             .expect("building a lane's runtime");
-                        tx.send(runtime.handle().clone())
+                        tx.send((runtime.handle().clone(), ThreadClock::current()))
                             .expect("the lane's creator waits for its handle");
                         // Runs the lane's tasks until the process exits.
                         runtime.block_on(std::future::pending::<()>());
@@ -43,8 +47,18 @@ impl Lanes {
                     .expect("spawning a lane thread");
                 rx.recv().expect("a lane reports its handle")
             })
-            .collect();
-        Lanes { handles }
+            .unzip();
+        Lanes { handles, clocks }
+    }
+
+    /// Busy time so far ([`ThreadClock::busy_ns`]) of the lanes slots `0..slots` run on, summed,
+    /// in nanoseconds.
+    pub fn busy_ns(&self, slots: usize) -> u64 {
+        self.clocks
+            .iter()
+            .take(slots)
+            .map(|clock| clock.map_or(0, ThreadClock::busy_ns))
+            .sum()
     }
 
     pub fn len(&self) -> usize {

@@ -1,16 +1,21 @@
 //! What every fairbench tool shares: the common options, pacing, recording, the run protocol,
 //! the result model, reports, the environment and seeded data.
 
+pub mod cli;
 pub mod clock;
+pub mod compare;
 pub mod cputime;
+pub mod credentials;
 pub mod data;
 pub mod driver;
 pub mod environment;
 pub mod exit;
 pub mod export;
+pub mod histogram;
 pub mod human;
 pub mod interrupt;
 pub mod lanes;
+pub mod load;
 pub mod options;
 pub mod pacing;
 pub mod phases;
@@ -25,8 +30,11 @@ pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod seconds;
 pub mod target;
 pub mod testing;
+pub mod tls;
+pub mod urlparts;
 pub mod verdict;
 pub mod window;
 pub mod writer;

@@ -79,6 +79,20 @@ pub struct CommonOpts {
     #[arg(long, default_value = "5%", value_parser = human::parse_share)]
     #[serde(default = "default_threshold")]
     pub threshold: f64,
+
+    /// Accept any TLS certificate (the handshake's signatures are still checked). Loud: a
+    /// warning on stderr, and every cell of each system reached over TLS is labelled
+    /// `insecure-skip-verify`.
+    #[arg(long)]
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
+
+    /// Read the password of the target named NAME from FILE (one trailing line end is
+    /// dropped); repeatable. A password in the URL wins over the file, and the file over
+    /// FAIRBENCH_PASSWORD_<NAME> (NAME upper-cased, `-` and `.` as `_`).
+    #[arg(long = "password-file", value_name = "NAME=FILE", value_parser = PasswordFile::parse)]
+    #[serde(default)]
+    pub password_files: Vec<PasswordFile>,
 }
 
 /// The practical threshold of a verdict unless `--threshold` says otherwise.
@@ -108,6 +122,18 @@ impl CommonOpts {
                 "--load-gate {gate} must be a positive load average"
             ));
         }
+        for file in &self.password_files {
+            if !self
+                .targets
+                .iter()
+                .any(|t| t.name.as_deref() == Some(&file.name))
+            {
+                return Err(format!(
+                    "--password-file {}=…: no --target is named `{}` (name it: --target {}=URL)",
+                    file.name, file.name, file.name
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -135,6 +161,40 @@ pub fn seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::O
 pub fn from_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let s = f64::deserialize(deserializer)?;
     Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)
+}
+
+/// One `--password-file NAME=FILE`. Stored in reports as written (a path is not a secret).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PasswordFile {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl PasswordFile {
+    pub fn parse(text: &str) -> Result<PasswordFile, String> {
+        match text.split_once('=') {
+            Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(PasswordFile {
+                name: name.to_owned(),
+                path: PathBuf::from(path),
+            }),
+            _ => Err(format!(
+                "`{text}` is not NAME=FILE (the target's name, then the file holding its password)"
+            )),
+        }
+    }
+}
+
+impl Serialize for PasswordFile {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("{}={}", self.name, self.path.display()))
+    }
+}
+
+impl<'de> Deserialize<'de> for PasswordFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PasswordFile, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        PasswordFile::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// One `--target [NAME=]URL`. Serializes with any password redacted.
@@ -282,6 +342,43 @@ mod tests {
         let json = serde_json::to_value(&cli.common).unwrap();
         let back: CommonOpts = serde_json::from_value(json).unwrap();
         assert_eq!(back, cli.common);
+    }
+
+    #[test]
+    fn tls_and_credential_flags_parse_store_and_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pg.pw");
+        std::fs::write(&file, "zq-options-pw\n").unwrap();
+        let file_arg = format!("pg={}", file.display());
+        let cli = Cli::parse_from([
+            "t",
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--insecure-skip-verify",
+            "--password-file",
+            &file_arg,
+        ]);
+        assert!(cli.common.insecure_skip_verify);
+        assert_eq!(cli.common.password_files[0].name, "pg");
+        cli.common.validate().unwrap();
+        let json = serde_json::to_value(&cli.common).unwrap();
+        assert_eq!(json["password_files"][0], file_arg.as_str());
+        assert!(!json.to_string().contains("zq-options-pw"));
+        let back: CommonOpts = serde_json::from_value(json).unwrap();
+        assert_eq!(back, cli.common);
+        let stray = Cli::parse_from(["t", "--password-file", "prod=/nonexistent"]);
+        let error = stray.common.validate().unwrap_err();
+        assert!(error.contains("no --target is named `prod`"), "{error}");
+    }
+
+    #[test]
+    fn options_stored_before_the_tls_flags_still_read_back() {
+        let mut json = serde_json::to_value(Cli::parse_from(["t"]).common).unwrap();
+        let object = json.as_object_mut().unwrap();
+        object.remove("insecure_skip_verify");
+        object.remove("password_files");
+        let back: CommonOpts = serde_json::from_value(json).unwrap();
+        assert!(!back.insecure_skip_verify && back.password_files.is_empty());
     }
 
     #[test]

@@ -67,6 +67,8 @@ mod tests {
             elapsed: Duration::from_secs(1),
             stuck_workers: 0,
             client_cpu_ns: 0,
+            client_busy: None,
+            busy_is_the_clients: false,
             target_rate: None,
         };
         let line = window_line("match · a · round 1/2", &outcome, "q/s");

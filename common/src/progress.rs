@@ -29,7 +29,7 @@ impl Snapshot {
             worker,
             ok: recorder.counts.ok,
             errors: recorder.counts.error,
-            latency: recorder.latency.clone(),
+            latency: recorder.latency_so_far(),
         })
     }
 }

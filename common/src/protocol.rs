@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::human::{format_duration, format_rate};
+use crate::human::format_duration;
 use crate::recorder::{encode_histogram, percentiles};
 use crate::results::{Cell, Counts, Status, Throughput};
 use crate::window::WindowOutcome;
@@ -82,6 +82,14 @@ pub fn schedule(
     })
 }
 
+/// A client whose lanes were busy at least this share of a window was the limit of what it
+/// measured: the cell is `client-limited`.
+pub const CLIENT_LIMIT: f64 = 0.90;
+
+/// The label of an open-loop cell whose schedule fell short while the client had time to spare:
+/// the system could not take the offered rate (a result about the system, not a client defect).
+pub const TARGET_NOT_REACHED: &str = "target not reached";
+
 /// How bad a status is, for keeping the worst one a cell earned.
 pub fn severity(status: Status) -> u8 {
     match status {
@@ -100,6 +108,8 @@ pub struct CellBuilder {
     cell: Cell,
     throughputs: Vec<f64>,
     round_latency: Vec<crate::results::Percentiles>,
+    /// Each measured round's seconds, encoded as the cell stores them.
+    round_seconds: Vec<Vec<String>>,
     latency: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     lag: Option<Histogram<u64>>,
@@ -107,6 +117,8 @@ pub struct CellBuilder {
     started_ops: u64,
     measured_ns: u128,
     cpu_ns: u64,
+    /// The busiest measured window's client share ([`WindowOutcome::client_busy`]).
+    client_busy: Option<f64>,
     status: Status,
     reason: Option<String>,
     ceiling: Duration,
@@ -118,6 +130,7 @@ impl CellBuilder {
             cell,
             throughputs: Vec::new(),
             round_latency: Vec::new(),
+            round_seconds: Vec::new(),
             latency: None,
             service: None,
             lag: None,
@@ -125,6 +138,7 @@ impl CellBuilder {
             started_ops: 0,
             measured_ns: 0,
             cpu_ns: 0,
+            client_busy: None,
             status: Status::Ok,
             reason: None,
             ceiling,
@@ -194,22 +208,15 @@ impl CellBuilder {
         if round.is_warmup() {
             return;
         }
-        if let Some(target) = outcome.target_rate {
-            let achieved = outcome.achieved_rate();
-            if achieved < 0.95 * target {
-                self.mark(
-                    Status::ClientLimited,
-                    format!(
-                        "{label}: started {} ops/s of the {} ops/s target (more than 5% short)",
-                        format_rate(achieved),
-                        format_rate(target)
-                    ),
-                );
-            }
-        }
+        self.judge_the_limit(&label, outcome);
         self.throughputs.push(outcome.throughput());
-        self.round_latency.extend(percentiles(&rec.latency));
-        pool(&mut self.latency, Some(&rec.latency));
+        // A window's recorder is closed by its driver; a second left open is counted all the same.
+        let latency = rec.latency_so_far();
+        self.round_latency.extend(percentiles(&latency));
+        if let Some(seconds) = &rec.per_second {
+            self.round_seconds.push(seconds.encode());
+        }
+        pool(&mut self.latency, Some(&latency));
         pool(&mut self.service, rec.service.as_ref());
         pool(&mut self.lag, rec.lag.as_ref());
         self.missed_ticks += rec.missed_ticks;
@@ -221,6 +228,33 @@ impl CellBuilder {
         self.measured_ns += outcome.elapsed.as_nanos();
         self.cpu_ns += outcome.client_cpu_ns;
         self.cell.target_rate = outcome.target_rate;
+    }
+
+    /// Names what limited a measured window (DESIGN rule 11): the client when its lanes were busy
+    /// for [`CLIENT_LIMIT`] of it or more, the system when an open-loop schedule fell more than
+    /// 5% short while the client had time to spare.
+    fn judge_the_limit(&mut self, label: &str, outcome: &WindowOutcome) {
+        if let Some(busy) = outcome.client_busy {
+            self.client_busy = Some(self.client_busy.map_or(busy, |b| b.max(busy)));
+        }
+        let busy = outcome.client_busy.filter(|_| outcome.busy_is_the_clients);
+        if let Some(busy) = busy.filter(|&b| b >= CLIENT_LIMIT) {
+            self.mark(
+                Status::ClientLimited,
+                format!(
+                    "{label}: the client's lanes were busy {:.0}% of the window (the limit is \
+                     {:.0}%): these figures are the client's, not the system's",
+                    busy * 100.0,
+                    CLIENT_LIMIT * 100.0
+                ),
+            );
+            return;
+        }
+        if let Some(target) = outcome.target_rate
+            && outcome.achieved_rate() < 0.95 * target
+        {
+            self.add_label(TARGET_NOT_REACHED);
+        }
     }
 
     /// The cell as it stands; safe to call after every window (results are rewritten each time).
@@ -253,8 +287,15 @@ impl CellBuilder {
         }
         let completed = cell.counts.ok + cell.counts.error;
         cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
+        cell.client_busy = self.client_busy;
         cell.histogram_b64 = self.latency.as_ref().map(encode_histogram);
         cell.service_histogram_b64 = self.service.as_ref().map(encode_histogram);
+        // Like the round latencies: every measured round's seconds, or none.
+        cell.latency_per_second_b64 = if self.round_seconds.len() == self.throughputs.len() {
+            self.round_seconds.clone()
+        } else {
+            Vec::new()
+        };
         cell
     }
 
@@ -293,6 +334,8 @@ mod tests {
             elapsed: Duration::from_secs(1),
             stuck_workers: 0,
             client_cpu_ns: ok * 1_000,
+            client_busy: None,
+            busy_is_the_clients: true,
             target_rate: None,
         }
     }
@@ -364,6 +407,50 @@ mod tests {
     }
 
     #[test]
+    fn each_measured_round_keeps_its_seconds() {
+        let origin = std::time::Instant::now();
+        let window = |ops_per_second: &[u64]| {
+            let mut recorder = Recorder::with_seconds(false, origin);
+            for (second, &ops) in ops_per_second.iter().enumerate() {
+                for i in 0..ops {
+                    let ended = origin + Duration::from_millis(second as u64 * 1_000 + i);
+                    let d = Duration::from_micros(100);
+                    recorder.record_ok_at(ended, d, d);
+                }
+            }
+            WindowOutcome {
+                recorder,
+                ..outcome(0, 1)
+            }
+        };
+        let mut b = builder(2);
+        let mut all = rounds(1, 2);
+        b.add(all.next().unwrap(), &window(&[50]));
+        b.add(all.next().unwrap(), &window(&[3, 4]));
+        b.add(all.next().unwrap(), &window(&[5, 0, 6]));
+        let cell = b.to_cell();
+        let per_round: Vec<Vec<u64>> = cell
+            .latency_per_second_b64
+            .iter()
+            .map(|round| {
+                crate::seconds::decode_round(round)
+                    .unwrap()
+                    .iter()
+                    .map(|h| h.len())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(per_round, [vec![3, 4], vec![5, 0, 6]], "warm-up discarded");
+        assert_eq!(cell.counts.ok, 18);
+        let pooled = crate::recorder::decode_histogram(cell.histogram_b64.as_ref().unwrap());
+        assert_eq!(
+            pooled.unwrap().len(),
+            18,
+            "the open last second is in the pool"
+        );
+    }
+
+    #[test]
     fn the_worst_status_wins_and_keeps_its_reason() {
         let mut b = builder(1);
         let mut failed = outcome(10, 10);
@@ -379,21 +466,51 @@ mod tests {
     }
 
     #[test]
-    fn stuck_workers_make_a_timeout_and_a_short_rate_is_client_limited() {
+    fn stuck_workers_make_a_timeout() {
         let mut b = builder(1);
         let mut stuck = outcome(10, 10);
         stuck.stuck_workers = 1;
         b.add(rounds(0, 1).next().unwrap(), &stuck);
         assert_eq!(b.status(), Status::Timeout);
         assert!(b.to_cell().reason.unwrap().contains("still busy 120s"));
+    }
 
+    #[test]
+    fn a_short_rate_with_an_idle_client_is_the_systems_limit_and_a_busy_client_its_own() {
+        let short = |busy| WindowOutcome {
+            target_rate: Some(1_000.0),
+            client_busy: Some(busy),
+            ..outcome(500, 10)
+        };
         let mut b = builder(1);
-        let mut slow = outcome(500, 10);
-        slow.target_rate = Some(1_000.0);
-        b.add(rounds(0, 1).next().unwrap(), &slow);
+        b.add(rounds(0, 1).next().unwrap(), &short(0.05));
         let cell = b.to_cell();
-        assert_eq!(cell.status, Status::ClientLimited);
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        assert_eq!(cell.labels, [TARGET_NOT_REACHED]);
         assert_eq!(cell.achieved_rate, Some(500.0));
         assert_eq!(cell.missed_ticks, Some(0));
+        assert_eq!(cell.client_busy, Some(0.05));
+
+        let mut b = builder(1);
+        b.add(rounds(0, 1).next().unwrap(), &short(0.97));
+        let cell = b.to_cell();
+        assert_eq!(cell.status, Status::ClientLimited);
+        assert!(cell.reason.unwrap().contains("busy 97%"));
+        assert!(cell.labels.is_empty());
+
+        // Closed loop: a saturated client is named too; threads that may run an embedded
+        // engine (blocking workers) are reported but name nothing.
+        let mut b = builder(1);
+        let mut busy = WindowOutcome {
+            client_busy: Some(0.95),
+            ..outcome(500, 10)
+        };
+        b.add(rounds(0, 1).next().unwrap(), &busy);
+        assert_eq!(b.status(), Status::ClientLimited);
+        let mut b = builder(1);
+        busy.busy_is_the_clients = false;
+        b.add(rounds(0, 1).next().unwrap(), &busy);
+        assert_eq!(b.status(), Status::Ok);
+        assert_eq!(b.to_cell().client_busy, Some(0.95));
     }
 }

@@ -1,16 +1,14 @@
 //! One worker's measurements: HDR histograms (ns, auto-resizing, no upper clamp) and counts.
 //! Each worker owns one; they are merged once, after the window.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 
+use crate::histogram::{add, nanos, new_histogram, record, record_ns};
+pub use crate::histogram::{decode_histogram, encode_histogram};
 use crate::results::{Counts, Percentiles};
-
-/// Significant figures kept by every histogram (0.1% value resolution).
-const SIGFIG: u8 = 3;
+use crate::seconds::PerSecond;
 
 /// What one worker (or, merged, one window) measured.
 #[derive(Clone, Debug)]
@@ -27,6 +25,8 @@ pub struct Recorder {
     pub first_error: Option<String>,
     /// Set when the connection was lost and the worker stopped early.
     pub fatal: Option<String>,
+    /// The latency of each second of the window, when recorded with [`Recorder::record_ok_at`].
+    pub per_second: Option<PerSecond>,
 }
 
 impl Recorder {
@@ -39,7 +39,52 @@ impl Recorder {
             missed_ticks: 0,
             first_error: None,
             fatal: None,
+            per_second: None,
         }
+    }
+
+    /// A recorder that also keeps the latency of each second from `origin` (the opening of
+    /// the window), for [`Recorder::record_ok_at`].
+    pub fn with_seconds(open_loop: bool, origin: Instant) -> Recorder {
+        Recorder {
+            per_second: Some(PerSecond::new(origin)),
+            ..Recorder::new(open_loop)
+        }
+    }
+
+    /// As [`Recorder::record_ok`], for an operation that completed at `ended`. A recorder
+    /// made [`Recorder::with_seconds`] records it once, into the histogram of its second, and
+    /// adds each finished second to `latency` when the next begins: `latency` lacks the
+    /// current second until [`Recorder::close_seconds`] (the driver calls it at the end of
+    /// every window; [`Recorder::merge`] and the progress snapshots account for it).
+    #[inline]
+    pub fn record_ok_at(&mut self, ended: Instant, latency: Duration, service: Duration) {
+        let latency_ns = nanos(latency);
+        self.counts.ok += 1;
+        match &mut self.per_second {
+            Some(seconds) => seconds.record(ended, latency_ns, &mut self.latency),
+            None => record_ns(&mut self.latency, latency_ns),
+        }
+        if let Some(h) = &mut self.service {
+            record(h, service);
+        }
+    }
+
+    /// Adds the current second to `latency` and closes it: from here on `latency` holds every
+    /// operation. Calling it again does nothing.
+    pub fn close_seconds(&mut self) {
+        if let Some(seconds) = &mut self.per_second {
+            seconds.close(&mut self.latency);
+        }
+    }
+
+    /// The pooled latency including a second not yet closed (for progress snapshots).
+    pub fn latency_so_far(&self) -> Histogram<u64> {
+        let mut latency = self.latency.clone();
+        if let Some(seconds) = &self.per_second {
+            add(&mut latency, seconds.current());
+        }
+        latency
     }
 
     /// Records a completed operation. `latency` includes any schedule lag; `service` does not.
@@ -71,7 +116,12 @@ impl Recorder {
 
     /// Folds another worker's measurements into this one.
     pub fn merge(&mut self, other: &Recorder) {
+        self.close_seconds();
         add(&mut self.latency, &other.latency);
+        if let Some(seconds) = &other.per_second {
+            // The other's current second is not in its `latency` yet.
+            add(&mut self.latency, seconds.current());
+        }
         merge_optional(&mut self.service, &other.service);
         merge_optional(&mut self.lag, &other.lag);
         self.counts.ok += other.counts.ok;
@@ -84,27 +134,11 @@ impl Recorder {
         if self.fatal.is_none() {
             self.fatal.clone_from(&other.fatal);
         }
+        if other.per_second.is_some() {
+            self.per_second =
+                PerSecond::merge_all(self.per_second.iter().chain(other.per_second.as_ref()));
+        }
     }
-}
-
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new(SIGFIG).expect("3 significant figures is a valid histogram precision")
-}
-
-#[inline]
-fn record(histogram: &mut Histogram<u64>, value: Duration) {
-    let ns = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
-    // `record` grows the histogram as needed; only a value it cannot track at all falls back
-    // to saturation, so no sample is ever dropped. (`saturating_record` alone would clamp to
-    // the current size without growing.)
-    if histogram.record(ns).is_err() {
-        histogram.saturating_record(ns);
-    }
-}
-
-fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    into.add(from)
-        .expect("auto-resizing histograms of equal precision always merge");
 }
 
 fn merge_optional(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
@@ -130,26 +164,6 @@ pub fn percentiles(histogram: &Histogram<u64>) -> Option<Percentiles> {
     })
 }
 
-/// Serializes a histogram as HdrHistogram's V2 compressed format in base64, the encoding
-/// HdrHistogram's own log tools read.
-pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(histogram, &mut bytes)
-        .expect("serializing a histogram into memory cannot fail");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Reads back a histogram written by [`encode_histogram`].
-pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +186,33 @@ mod tests {
         // No upper clamp: a five-minute outlier keeps its value.
         assert!(p.max >= 299_000_000_000, "{p:?}");
         assert!(a.service.is_none());
+    }
+
+    #[test]
+    fn seconds_reach_the_pool_when_merged_or_closed() {
+        let origin = Instant::now();
+        let d = Duration::from_micros(100);
+        let mut worker = Recorder::with_seconds(false, origin);
+        worker.record_ok_at(origin, d, d);
+        worker.record_ok_at(origin + Duration::from_millis(1_500), d, d);
+        assert_eq!(
+            worker.latency.len(),
+            1,
+            "the current second is not pooled yet"
+        );
+        assert_eq!(worker.latency_so_far().len(), 2);
+        let mut window = Recorder::new(false);
+        window.merge(&worker);
+        window.merge(&worker);
+        assert_eq!(window.latency.len(), 4);
+        let seconds = window.per_second.as_ref().unwrap().histograms();
+        assert_eq!(
+            seconds.iter().map(Histogram::len).collect::<Vec<_>>(),
+            [2, 2]
+        );
+        worker.close_seconds();
+        worker.close_seconds();
+        assert_eq!(worker.latency.len(), 2);
     }
 
     #[test]

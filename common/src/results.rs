@@ -111,8 +111,18 @@ impl Report {
         }
     }
 
-    /// Puts `cell` in place of the cell of the same workload and system, or appends it.
-    pub fn upsert_cell(&mut self, cell: Cell) {
+    /// Puts `cell` in place of the cell of the same workload and system, or appends it. A
+    /// system whose certificate `--insecure-skip-verify` left unchecked labels every cell.
+    pub fn upsert_cell(&mut self, mut cell: Cell) {
+        let insecure = crate::tls::INSECURE_LABEL;
+        if self
+            .systems
+            .iter()
+            .any(|s| s.name == cell.system && s.labels.iter().any(|l| l == insecure))
+            && !cell.labels.iter().any(|l| l == insecure)
+        {
+            cell.labels.push(insecure.to_owned());
+        }
         match self
             .cells
             .iter_mut()
@@ -226,9 +236,19 @@ pub struct Cell {
     pub missed_ticks: Option<u64>,
     /// The client's own CPU time (user + system) per completed operation, over measured rounds.
     pub client_cpu_ns_per_op: Option<f64>,
+    /// The share (0–1) of the busiest measured window the client's lanes were running or ready
+    /// to run; at 0.9 or more the cell is `client-limited`. Absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_busy: Option<f64>,
     /// The pooled latency histogram of all measured rounds, HdrHistogram V2 + deflate, base64.
     pub histogram_b64: Option<String>,
     pub service_histogram_b64: Option<String>,
+    /// The latency of each second of each measured round (HdrHistogram V2 + deflate, base64):
+    /// one list per round in the order measured, one histogram per 1 s interval counted from
+    /// the opening of that round's window, an operation in the second it completed in. Their
+    /// counts add up to `histogram_b64`'s. Empty when the cell was not measured that way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_per_second_b64: Vec<Vec<String>>,
     /// Tool-specific figures of this cell (recall, loss, batch size, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -255,8 +275,10 @@ impl Cell {
             schedule_lag_ns: None,
             missed_ticks: None,
             client_cpu_ns_per_op: None,
+            client_busy: None,
             histogram_b64: None,
             service_histogram_b64: None,
+            latency_per_second_b64: Vec::new(),
             extra: BTreeMap::new(),
         }
     }

@@ -1,11 +1,13 @@
 //! What every tool's targets share: why a target failed, how a target is known in reports,
-//! whether its host is this machine, and how a session error reaches a worker.
+//! whether its host is this machine (and what a report cannot say of a server elsewhere), and
+//! how a session error reaches a worker. A target on another host is never refused for it.
 
 use std::net::IpAddr;
 
 use crate::driver::OpError;
 use crate::options::TargetSpec;
-use crate::results::Location;
+use crate::redact::redact_text;
+use crate::results::{Location, SystemInfo};
 
 /// Why a target could not do what was asked; every message is one complete sentence.
 #[derive(Debug, thiserror::Error)]
@@ -60,20 +62,21 @@ impl Identity {
         }
     }
 
-    /// A failure to connect, in the words every tool uses.
+    /// A failure to connect, in the words every tool uses (credentials in the client's
+    /// message redacted: drivers echo URLs).
     pub fn connect_error(&self, message: impl ToString) -> TargetError {
         TargetError::Connect {
             system: self.name.clone(),
             url: self.url_redacted.clone(),
-            message: message.to_string(),
+            message: redact_text(&message.to_string()),
         }
     }
 
-    /// A failed statement or request.
+    /// A failed statement or request (credentials in the message redacted).
     pub fn query_error(&self, message: impl ToString) -> TargetError {
         TargetError::Query {
             system: self.name.clone(),
-            message: message.to_string(),
+            message: redact_text(&message.to_string()),
         }
     }
 
@@ -107,6 +110,47 @@ pub fn location_of_host(host: &str) -> Location {
     }
 }
 
+/// What a report cannot say of a server on another host, besides the durable-write floor of
+/// its disk (which [`crate::run::Lifecycle::begin`] notes by itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromAfar {
+    /// The CPU time and resident memory of the server process (read from /proc when local).
+    ServerUsage,
+    /// The server's configuration file (what it reports over its protocol is still read).
+    ConfigFile,
+}
+
+impl FromAfar {
+    /// The line `SystemInfo.not_measured` carries, in the lifecycle's words.
+    pub fn line(self) -> &'static str {
+        match self {
+            FromAfar::ServerUsage => {
+                "CPU time and resident memory of the server process: the server is on another \
+                 host (only the client's own are measured)"
+            }
+            FromAfar::ConfigFile => {
+                "its configuration file: the server is on another host (the settings recorded \
+                 are what it reports over its protocol)"
+            }
+        }
+    }
+}
+
+/// Says in `system.not_measured` what `afar` lists could not be measured, when the system
+/// runs on another host; nothing for a local or embedded one. Each line once. A tool calls it
+/// for what it would read on this machine (CPU/RSS from /proc, a configuration file).
+pub fn note_remote(system: &mut SystemInfo, afar: &[FromAfar]) {
+    if system.location != Location::Remote {
+        return;
+    }
+    for what in afar {
+        let line = what.line();
+        if !system.not_measured.iter().any(|l| l == line) {
+            system.not_measured.push(line.to_owned());
+        }
+    }
+}
+
 /// Maps a session-level error to the worker's view: a dead connection stops the worker,
 /// anything else fails one operation.
 pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
@@ -136,6 +180,37 @@ mod tests {
         for host in ["10.1.2.3", "db.example.com", "[2001:db8::1]"] {
             assert!(!is_local_host(host), "{host}");
         }
+    }
+
+    #[test]
+    fn a_remote_system_says_what_could_not_be_measured() {
+        let mut far = SystemInfo {
+            location: location_of_host("db.example.com"),
+            ..SystemInfo::default()
+        };
+        note_remote(&mut far, &[FromAfar::ServerUsage, FromAfar::ConfigFile]);
+        note_remote(&mut far, &[FromAfar::ServerUsage]);
+        assert_eq!(far.not_measured.len(), 2);
+        assert!(far.not_measured[0].starts_with("CPU time and resident memory"));
+        assert!(far.not_measured[1].contains("configuration file: the server is on another host"));
+        let mut near = SystemInfo {
+            location: location_of_host("127.0.0.1"),
+            ..SystemInfo::default()
+        };
+        note_remote(&mut near, &[FromAfar::ServerUsage]);
+        assert!(near.not_measured.is_empty());
+    }
+
+    #[test]
+    fn messages_from_clients_lose_their_credentials() {
+        let spec = TargetSpec::parse("es=https://elastic:pw@10.0.0.5:9200").unwrap();
+        let id = Identity::of(&spec, "elasticsearch");
+        let e = id.connect_error(
+            "error sending request for url (https://elastic:hunter2@10.0.0.5:9200/)",
+        );
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        let q = id.query_error("Authorization: ApiKey c2VjcmV0 rejected");
+        assert_eq!(q.to_string(), "es: Authorization: ApiKey *** rejected");
     }
 
     #[test]

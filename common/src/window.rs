@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use crate::cputime::process_cpu_ns;
+use crate::cputime::{ThreadClock, busy_share, process_cpu_ns};
 use crate::driver::{BlockingOperation, Operation, WorkerCtx, drive, drive_blocking};
 use crate::lanes::Lanes;
 use crate::pacing::Pace;
 use crate::progress::ProgressTx;
 use crate::recorder::Recorder;
+use crate::seconds::PerSecond;
 
 /// How long before the window opens workers are started, so all begin on the same instant.
 const START_LEAD: Duration = Duration::from_millis(5);
@@ -38,6 +39,15 @@ pub struct WindowOutcome {
     pub stuck_workers: usize,
     /// The process's CPU time (all threads) spent during the window.
     pub client_cpu_ns: u64,
+    /// How busy the threads running the workers were over the window: their time running or
+    /// ready to run ([`ThreadClock`]) over the wall time of as many of them as could run at once
+    /// (0–1). `None` when not measured.
+    pub client_busy: Option<f64>,
+    /// Whether `client_busy` is the client's own work (async lanes: the client library and
+    /// fairbench) and can name the client as the limit. A blocking worker's thread runs
+    /// whatever its operation calls, an embedded engine included, so its share is reported
+    /// and never judged.
+    pub busy_is_the_clients: bool,
     pub target_rate: Option<f64>,
 }
 
@@ -77,6 +87,8 @@ impl WindowPlan {
             elapsed: Instant::now().saturating_duration_since(start),
             stuck_workers: 0,
             client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+            client_busy: None,
+            busy_is_the_clients: false,
             target_rate: self.rate_per_s,
         }
     }
@@ -105,6 +117,8 @@ pub async fn run_async<O: Operation + 'static>(
     let workers = ops.len();
     let (start, contexts) = plan.contexts(workers);
     let lanes = Lanes::shared();
+    let busy_lanes = workers.min(lanes.len());
+    let lanes_before = lanes.busy_ns(busy_lanes);
     let tasks: Vec<_> = ops
         .into_iter()
         .zip(contexts)
@@ -142,7 +156,10 @@ pub async fn run_async<O: Operation + 'static>(
         }
     }
     let mut outcome = plan.outcome(start, workers, cpu_before);
+    let lanes_busy = lanes.busy_ns(busy_lanes).saturating_sub(lanes_before);
     finish(&mut outcome, results, last_end, start);
+    outcome.client_busy = busy_share(lanes_busy, outcome.elapsed.as_nanos(), busy_lanes);
+    outcome.busy_is_the_clients = true;
     (returned, outcome)
 }
 
@@ -156,13 +173,23 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
     let workers = ops.len();
     let (start, contexts) = plan.contexts(workers);
     let (tx, rx) = std::sync::mpsc::channel();
+    // More threads than cores wait for one another: only their running time counts then.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy: fn(ThreadClock) -> u64 = if workers <= cores {
+        ThreadClock::busy_ns
+    } else {
+        ThreadClock::running_ns
+    };
     for (index, (mut op, ctx)) in ops.into_iter().zip(contexts).enumerate() {
         let tx = tx.clone();
         std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || {
+                let clock = ThreadClock::current();
+                let before = clock.map_or(0, busy);
                 let recorder = drive_blocking(&mut op, &ctx);
-                let _ = tx.send((index, op, recorder, Instant::now()));
+                let cpu = clock.map_or(0, busy).saturating_sub(before);
+                let _ = tx.send((index, op, recorder, Instant::now(), cpu));
             })
             .expect("spawning a worker thread");
     }
@@ -171,30 +198,47 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
     let mut returned: Vec<Option<O>> = (0..workers).map(|_| None).collect();
     let mut results: Vec<Option<Recorder>> = (0..workers).map(|_| None).collect();
     let mut last_end = start;
+    let mut threads_busy = 0;
     for _ in 0..workers {
         let wait = give_up.saturating_duration_since(Instant::now());
-        let Ok((index, op, recorder, ended)) = rx.recv_timeout(wait) else {
+        let Ok((index, op, recorder, ended, cpu)) = rx.recv_timeout(wait) else {
             break;
         };
         last_end = last_end.max(ended);
+        threads_busy += cpu;
         returned[index] = Some(op);
         results[index] = Some(recorder);
     }
     let mut outcome = plan.outcome(start, workers, cpu_before);
     finish(&mut outcome, results, last_end, start);
+    outcome.client_busy = busy_share(threads_busy, outcome.elapsed.as_nanos(), workers);
     (returned, outcome)
 }
 
 fn finish(
     outcome: &mut WindowOutcome,
-    results: Vec<Option<Recorder>>,
+    mut results: Vec<Option<Recorder>>,
     last_end: Instant,
     start: Instant,
 ) {
     let all_returned = results.iter().all(Option::is_some);
-    for recorder in results {
+    for recorder in results.iter_mut().flatten() {
+        recorder.close_seconds();
+    }
+    // Each worker's seconds are decoded once and added second by second, not pairwise.
+    let seconds = PerSecond::merge_all(
+        results
+            .iter()
+            .flatten()
+            .filter_map(|r| r.per_second.as_ref()),
+    );
+    for mut recorder in results {
+        if let Some(recorder) = &mut recorder {
+            recorder.per_second = None;
+        }
         outcome.absorb(recorder);
     }
+    outcome.recorder.per_second = seconds;
     if all_returned {
         outcome.elapsed = last_end.saturating_duration_since(start);
     }
@@ -223,6 +267,40 @@ mod tests {
         }
     }
 
+    /// Burns the client's CPU between awaits, as a client library that cannot keep up would.
+    struct Spinner;
+
+    impl Operation for Spinner {
+        async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            let until = Instant::now() + Duration::from_micros(200);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            tokio::task::yield_now().await;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_burns_its_lanes_is_busy_and_one_that_waits_is_not() {
+        let (_, spinning) = run_async(vec![Spinner], &plan(300, 1_000)).await;
+        let busy = spinning.client_busy.unwrap();
+        assert!(busy >= 0.9 && spinning.busy_is_the_clients, "{busy}");
+        let sleeper = Sleeper {
+            each: Duration::from_millis(5),
+        };
+        let (_, waiting) = run_async(vec![sleeper], &plan(300, 1_000)).await;
+        let idle = waiting.client_busy.unwrap();
+        assert!(idle < 0.5, "{idle}");
+        let sleepers = (0..2)
+            .map(|_| Sleeper {
+                each: Duration::from_millis(5),
+            })
+            .collect();
+        let (_, blocking) = run_blocking(sleepers, &plan(300, 1_000));
+        assert!(blocking.client_busy.unwrap() < 0.5 && !blocking.busy_is_the_clients);
+    }
+
     fn plan(duration_ms: u64, ceiling_ms: u64) -> WindowPlan {
         WindowPlan {
             duration: Duration::from_millis(duration_ms),
@@ -248,6 +326,9 @@ mod tests {
         let ok = outcome.recorder.counts.ok;
         assert!((4..=84).contains(&ok), "ok = {ok}");
         assert!(outcome.elapsed >= Duration::from_millis(200));
+        // The workers' seconds are merged: they hold every completed operation.
+        let seconds = outcome.recorder.per_second.as_ref().unwrap().histograms();
+        assert_eq!(seconds.iter().map(|h| h.len()).sum::<u64>(), ok);
         assert!(
             outcome.throughput() <= 4.0 / 0.010,
             "{}",

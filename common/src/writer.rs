@@ -81,16 +81,32 @@ impl ResultsDir {
         Ok(())
     }
 
-    /// Writes one file of the folder atomically (temporary file, fsync, rename).
+    /// Writes one file of the folder atomically (temporary file, fsync, rename). `name` is
+    /// relative and may name a subfolder (`hdr/x.hgrm`), which is created; every secret read from a file or a variable is replaced
+    /// ([`crate::redact::scrub_bytes`]).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        let bytes = crate::redact::scrub_bytes(bytes);
         let target = self.path.join(name);
-        let temporary = self.path.join(format!(".{name}.tmp"));
         let file_error = |source| WriteError::File {
             path: target.clone(),
             source,
         };
+        let relative = Path::new(name);
+        let plain = relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let Some(file_name) = relative.file_name().filter(|_| plain) else {
+            return Err(file_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "an export is named by a relative path inside the results folder",
+            )));
+        };
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(file_error)?;
+        }
+        let temporary = target.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
         let mut file = fs::File::create(&temporary).map_err(file_error)?;
-        file.write_all(bytes).map_err(file_error)?;
+        file.write_all(&bytes).map_err(file_error)?;
         file.sync_data().map_err(file_error)?;
         fs::rename(&temporary, &target).map_err(file_error)?;
         Ok(())
@@ -110,6 +126,12 @@ mod tests {
         assert_eq!(fs::read(results.path().join("x.txt")).unwrap(), b"second");
         let names: Vec<_> = fs::read_dir(results.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file is left behind");
+        results.write_atomic("hdr/y.hgrm", b"y").unwrap();
+        assert_eq!(fs::read(results.path().join("hdr/y.hgrm")).unwrap(), b"y");
+        assert_eq!(fs::read_dir(results.path().join("hdr")).unwrap().count(), 1);
+        for bad in ["../escape", "/abs", ""] {
+            assert!(results.write_atomic(bad, b"x").is_err(), "{bad}");
+        }
     }
 
     #[test]

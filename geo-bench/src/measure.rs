@@ -234,8 +234,10 @@ pub fn notes(opts: &Opts, plan: &Plan, systems: &[System]) -> Vec<String> {
             notes.push(format!("{}: {line}.", s.name()));
         }
     }
-    if systems.iter().any(|s| s.info.kind == "sqlite") {
-        notes.push("SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into());
+    for note in systems.iter().flat_map(|s| &s.notes) {
+        if !notes.contains(note) {
+            notes.push(note.clone());
+        }
     }
     if opts.common.rate.is_none() {
         notes.push(

@@ -22,6 +22,8 @@ pub struct System {
     pub info: SystemInfo,
     pub durable: bool,
     pub method: Vec<String>,
+    /// What a reader must know of the run because this system is in it.
+    pub notes: Vec<String>,
     pub workers: Option<Box<dyn GeoWorkers>>,
     /// Why the system is not measured at all.
     pub refused: Option<String>,
@@ -36,18 +38,6 @@ impl System {
     }
 }
 
-/// The name of an unnamed system: its engine, and for key-value stores its durability mode.
-fn default_name(kind: &str, durable: bool, settings: &BTreeMap<String, String>) -> String {
-    match kind {
-        "redis" | "valkey" if durable => format!("{kind}-durable"),
-        "redis" | "valkey" if settings.get("appendonly").is_some_and(|v| v == "yes") => {
-            format!("{kind}-aof")
-        }
-        "redis" | "valkey" => format!("{kind}-volatile"),
-        other => other.to_owned(),
-    }
-}
-
 /// Opens every target and reads what it reports about itself; refuses each that does not run
 /// as its URL asked. Names unnamed systems; returns them with the reference.
 pub async fn connect_all(
@@ -59,10 +49,7 @@ pub async fn connect_all(
     for spec in specs {
         let mut target = targets::open(spec, results_dir).await?;
         let d = target.describe().await?;
-        let name = spec
-            .name
-            .clone()
-            .unwrap_or_else(|| default_name(&d.kind, d.durable, &d.settings));
+        let name = spec.name.clone().unwrap_or_else(|| d.default_name.clone());
         target.identity_mut().name.clone_from(&name);
         let mut verified = d.settings.clone();
         verified.insert("durability".into(), d.durability.clone());
@@ -86,6 +73,7 @@ pub async fn connect_all(
             target,
             durable: d.durable,
             method: d.method,
+            notes: d.notes,
             workers: None,
             refused: d.refusal,
             invalid: BTreeMap::new(),

@@ -1,6 +1,6 @@
 # OpenSearch 2.19 (the newest that runs on Java 17), one node in one JVM, built from Maven
 # Central by the small launcher in scripts/opensearch-launcher; HTTP on loopback, 512 MB heap.
-# Exports FAIRBENCH_TEST_OPENSEARCH_URL.
+# Exports FAIRBENCH_TEST_OPENSEARCH_URL. (opensearch-tls.sh starts an HTTPS node the same way.)
 
 OPENSEARCH_CACHE=${FAIRBENCH_OPENSEARCH_CACHE:-$HOME/.cache/fairbench/opensearch}
 
@@ -41,27 +41,46 @@ opensearch_java() {
 }
 
 # Ready when the cluster is yellow or green, or the JVM is gone (the caller tells which).
+# opensearch_ready PID PORT [CA]: with CA, over https.
 opensearch_ready() {
-  ! kill -0 "$1" 2>/dev/null || curl -sf "http://127.0.0.1:$2/_cluster/health?wait_for_status=yellow&timeout=5s"
+  ! kill -0 "$1" 2>/dev/null && return 0
+  if [ -n "${3:-}" ]; then
+    curl -sf --cacert "$3" "https://127.0.0.1:$2/_cluster/health?wait_for_status=yellow&timeout=5s"
+  else
+    curl -sf "http://127.0.0.1:$2/_cluster/health?wait_for_status=yellow&timeout=5s"
+  fi
 }
 
-start_opensearch() {
-  local state=$1 dir=$1/opensearch port build
+# Starts one node's JVM in the background (NAME, its folder, its port, extra JVM flags).
+_launch_opensearch() {
+  local state=$1 name=$2 dir=$3 port=$4 build
+  shift 4
   build=$(opensearch_build_dir)
-  [ -f "$build/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
-  port=$(free_port "${FAIRBENCH_OPENSEARCH_PORT:-59200}")
   mkdir -p "$dir"
   # -Xms = -Xmx so the heap is committed up front and does not grow during a measurement.
   "$(opensearch_java)" -Xms512m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
-    -Dopensearch.set.netty.runtime.available.processors=false -Dlog4j2.formatMsgNoLookups=true \
+    -Dopensearch.set.netty.runtime.available.processors=false -Dlog4j2.formatMsgNoLookups=true "$@" \
     -cp "$build/lib/*:$build/launcher.jar" org.fairbench.opensearch.Launcher "$dir" "$port" \
     >"$dir/server.log" 2>&1 &
-  echo $! >"$state/opensearch.pid"
-  wait_until OpenSearch 180 "$dir/server.log" opensearch_ready "$(cat "$state/opensearch.pid")" "$port"
-  if ! kill -0 "$(cat "$state/opensearch.pid")" 2>/dev/null; then
+  echo $! >"$state/$name.pid"
+}
+
+# Waits for one node (NAME, its folder, its port, [CA]) and fails if its JVM is gone.
+_await_opensearch() {
+  local state=$1 name=$2 dir=$3 port=$4 ca=${5:-}
+  wait_until "OpenSearch ($name)" 180 "$dir/server.log" opensearch_ready "$(cat "$state/$name.pid")" "$port" "$ca"
+  if ! kill -0 "$(cat "$state/$name.pid")" 2>/dev/null; then
     tail -30 "$dir/server.log" >&2
-    die "OpenSearch exited during start-up (log: $dir/server.log)"
+    die "OpenSearch ($name) exited during start-up (log: $dir/server.log)"
   fi
+}
+
+start_opensearch() {
+  local state=$1 dir=$1/opensearch port
+  [ -f "$(opensearch_build_dir)/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
+  port=$(free_port "${FAIRBENCH_OPENSEARCH_PORT:-59200}")
+  _launch_opensearch "$state" opensearch "$dir" "$port"
+  _await_opensearch "$state" opensearch "$dir" "$port"
   log "OpenSearch on 127.0.0.1:$port (pid $(cat "$state/opensearch.pid"), data $dir/data)"
   echo "export FAIRBENCH_TEST_OPENSEARCH_URL=http://127.0.0.1:$port"
 }

@@ -204,6 +204,8 @@ fn outcome(start: Instant, cpu_before: u64, tallies: Vec<Tally>) -> WindowOutcom
         elapsed: last_end.saturating_duration_since(start),
         stuck_workers: 0,
         client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+        client_busy: None,
+        busy_is_the_clients: false,
         target_rate: None,
     }
 }

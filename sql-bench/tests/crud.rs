@@ -205,7 +205,7 @@ fn open_loop_measures_from_the_intended_start_and_reports_the_rate() {
 }
 
 #[test]
-fn a_rate_the_client_cannot_reach_is_client_limited_not_published() {
+fn a_rate_an_fsync_bound_write_cannot_reach_is_the_systems_limit_not_the_clients() {
     let dir = tempfile::tempdir().unwrap();
     let summary = run(&args(
         "crud",
@@ -214,13 +214,24 @@ fn a_rate_the_client_cannot_reach_is_client_limited_not_published() {
     ))
     .unwrap();
     let cell = cell(&summary.report, "write 1c", "sqlite");
-    assert_eq!(cell.status, Status::ClientLimited, "{cell:?}");
+    // One durable commit at a time cannot take a million a second; the client waited on the
+    // disk meanwhile, so the shortfall is the system's result.
+    assert_eq!(cell.status, Status::Ok, "{cell:?}");
     assert!(
-        cell.reason.as_deref().unwrap().contains("target"),
+        cell.labels
+            .iter()
+            .any(|l| l == common::protocol::TARGET_NOT_REACHED),
         "{:?}",
-        cell.reason
+        cell.labels
     );
-    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert!(
+        cell.achieved_rate.unwrap() < 0.95e6,
+        "{:?}",
+        cell.achieved_rate
+    );
+    let busy = cell.client_busy.unwrap();
+    assert!(busy < common::protocol::CLIENT_LIMIT, "{busy}");
+    assert_eq!(summary.exit, Exit::AllOk);
 }
 
 #[test]

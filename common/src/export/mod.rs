@@ -2,7 +2,14 @@
 //! pure function of the [`Report`]; [`crate::writer::ResultsDir::write_exports`] does the I/O,
 //! once per file.
 
-use crate::report;
+pub mod csv;
+#[cfg(test)]
+pub(crate) mod fixture;
+pub mod hdr;
+pub mod html;
+pub mod names;
+
+use crate::report::{self, Table};
 use crate::results::Report;
 use crate::verdict::Judgement;
 
@@ -35,14 +42,20 @@ pub trait ToolReport: Sync {
         report::judge(report)
     }
 
+    /// The tables of `report.md` and `report.html`, in order (the default: throughput,
+    /// latency and the verdicts against the reference).
+    fn tables(&self, report: &Report) -> Vec<Table> {
+        report::shared_tables(report)
+    }
+
     /// The summary printed on stdout at the end of a run.
     fn terminal(&self, report: &Report) -> String {
         report::render_terminal(report)
     }
 
-    /// `report.md`.
+    /// `report.md`: by default [`ToolReport::tables`] in the shared frame.
     fn markdown(&self, report: &Report) -> String {
-        report::render_markdown(report)
+        report::markdown_frame(report, &self.tables(report), "")
     }
 
     /// SVG charts as (file name, SVG text).
@@ -93,12 +106,32 @@ impl Exporter for Charts<'_> {
     }
 }
 
+/// `latency-spectrum.svg` and `latency-over-time.svg`, from the cells' HDR histograms (every
+/// tool's run has them; a tool's own charts come through [`ToolReport::charts`]).
+pub struct LatencyCharts;
+
+impl Exporter for LatencyCharts {
+    fn export(&self, report: &Report) -> Vec<Export> {
+        let spectrum = report::render_spectrum(report).map(|s| ("latency-spectrum.svg", s));
+        let timeline = report::render_timeline(report).map(|s| ("latency-over-time.svg", s));
+        spectrum
+            .into_iter()
+            .chain(timeline)
+            .map(|(file, svg)| Export::new(file, svg))
+            .collect()
+    }
+}
+
 /// Every format a finished run is written in, for a tool's report.
 pub fn exporters(tool: &dyn ToolReport) -> Vec<Box<dyn Exporter + '_>> {
     vec![
         Box::new(Json),
         Box::new(Markdown(tool)),
         Box::new(Charts(tool)),
+        Box::new(LatencyCharts),
+        Box::new(csv::Csv),
+        Box::new(hdr::Hdr),
+        Box::new(html::Html(tool)),
     ]
 }
 
@@ -136,7 +169,17 @@ mod tests {
         let report = crate::report::tests::sample();
         let files = export_all(&report, &exporters(&Own));
         let names: Vec<&str> = files.iter().map(|f| f.file.as_str()).collect();
-        assert_eq!(names, ["results.json", "report.md", "throughput.svg"]);
+        assert_eq!(
+            names,
+            [
+                "results.json",
+                "report.md",
+                "throughput.svg",
+                "results.csv",
+                "report.html"
+            ],
+            "the sample has no histograms: no HDR files"
+        );
         assert_eq!(files[1].bytes, b"# own\n");
         let back: Report = serde_json::from_slice(&files[0].bytes).unwrap();
         assert_eq!(back.cells.len(), report.cells.len());

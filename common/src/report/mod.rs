@@ -1,12 +1,18 @@
 //! Reports: pure functions from a [`Report`] to text (terminal, Markdown) and charts (SVG),
-//! in the seeds' shape: workloads as rows, systems as columns.
+//! in the seeds' shape: workloads as rows, systems as columns. The charts every run gets:
+//! throughput per round, the latency percentile spectrum and latency over time.
 
+pub mod axis;
 pub mod chart;
+pub mod spectrum;
 mod svg;
 mod table;
+pub mod timeline;
 
-pub use svg::render_svg_charts;
+pub use spectrum::render_spectrum;
+pub use svg::{render_svg_charts, render_throughput};
 pub use table::Table;
+pub use timeline::render_timeline;
 
 use std::time::Duration;
 
@@ -89,7 +95,16 @@ pub fn median_and_range(t: &Throughput) -> String {
     }
 }
 
-/// The seed's main table: median throughput per workload and system, with the round spread.
+/// How busy the client was beside a figure (` · client 34%`), so a reader sees how close the
+/// client came to being the limit; nothing when it was not measured.
+pub fn client_share(cell: &Cell) -> String {
+    cell.client_busy
+        .map(|busy| format!(" · client {:.0}%", busy * 100.0))
+        .unwrap_or_default()
+}
+
+/// The main table: median throughput per workload and system, with the round spread and how
+/// busy the client was.
 pub fn throughput_table(report: &Report) -> Table {
     let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
     let rounds = report
@@ -106,7 +121,7 @@ pub fn throughput_table(report: &Report) -> Table {
         format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
     };
     let mut table = grid(report, &title, |cell| match cell.usable_throughput() {
-        Some(t) => median_and_range(t),
+        Some(t) => format!("{}{}", median_and_range(t), client_share(cell)),
         None => cell.status.as_str().to_owned(),
     });
     if mixed_units {
@@ -584,7 +599,8 @@ pub(crate) mod tests {
             // sql-bench crud's own options (the sample is a crud report).
             "workloads": [], "config": "C0", "allow_unmatched_durability": false,
             "replicas": [], "read_from": "primary", "read_rows": 1000, "value_size": 100,
-            "keep_data": false
+            "keep_data": false,
+            "insecure_skip_verify": false, "password_files": []
         });
         report["environment"]["cores"] = 2.into();
         schema_violations(&report).unwrap();

@@ -1,110 +1,177 @@
-//! `throughput.svg`: one group of horizontal bars per workload, one bar per system, with the
-//! round-to-round range drawn as a whisker so noise is visible next to every figure.
+//! `throughput.svg`: throughput per measured round, one panel per workload with its own
+//! linear scale from zero (a workload at a million operations per second never squeezes
+//! another at four thousand into a sliver), one row per system: each round a dot, the median
+//! a bar, so the noise is visible beside every figure.
 
 use std::fmt::Write as _;
 
-use super::chart::{self, color, escape};
+use super::axis::{Linear, compact, open_chart};
+use super::chart::{self, escape, system_color};
 use crate::human::format_rate;
 use crate::results::Report;
 
-const LABEL_W: f64 = 150.0;
-const PLOT_W: f64 = 520.0;
-const BAR_H: f64 = 16.0;
-const GROUP_GAP: f64 = 14.0;
+const WIDTH: f64 = 900.0;
+const LABEL_W: f64 = 170.0;
+const PLOT_W: f64 = 500.0;
+const ROW_H: f64 = 20.0;
+const PANEL_HEAD: f64 = 40.0;
+const PANEL_GAP: f64 = 16.0;
+
+/// The name of the chart in `data-chart`.
+pub const CHART: &str = "throughput-rounds";
 
 /// The charts of a report as (file name, SVG text); empty when nothing has a figure.
 pub fn render_svg_charts(report: &Report) -> Vec<(String, String)> {
+    render_throughput(report)
+        .map(|svg| ("throughput.svg".to_owned(), svg))
+        .into_iter()
+        .collect()
+}
+
+/// Systems that have a throughput figure in some cell, in report order.
+fn drawn_systems(report: &Report) -> Vec<&str> {
+    report
+        .systems
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|name| {
+            report
+                .cells
+                .iter()
+                .any(|c| c.system == *name && c.usable_throughput().is_some())
+        })
+        .collect()
+}
+
+/// The throughput chart, or `None` when no cell has a figure.
+pub fn render_throughput(report: &Report) -> Option<String> {
+    let systems = drawn_systems(report);
+    if systems.is_empty() {
+        return None;
+    }
     let workloads = super::workloads(report);
-    let max = report
+    let panel_h = PANEL_HEAD + ROW_H * report.systems.len() as f64 + PANEL_GAP;
+    let height = 56.0 + panel_h * workloads.len() as f64;
+    let mut svg = String::new();
+    open_chart(
+        &mut svg,
+        (WIDTH, height),
+        CHART,
+        &systems,
+        &format!("Throughput per round — {} {}", report.tool, report.suite),
+        "Each dot is one measured round, the bar the median of the rounds; every workload has its own scale from zero.",
+    );
+    for (w, workload) in workloads.iter().enumerate() {
+        panel(&mut svg, report, workload, 56.0 + panel_h * w as f64);
+    }
+    chart::close(&mut svg);
+    Some(svg)
+}
+
+/// One workload: its title and scale, then a row per system.
+fn panel(svg: &mut String, report: &Report, workload: &str, top: f64) {
+    let cells: Vec<_> = report
         .cells
+        .iter()
+        .filter(|c| c.workload == workload)
+        .collect();
+    let unit = cells.first().map_or("ops/s", |c| c.unit.as_str());
+    let max = cells
         .iter()
         .filter_map(|c| c.usable_throughput())
         .map(|t| t.max)
         .fold(0.0_f64, f64::max);
-    if max <= 0.0 {
-        return Vec::new();
-    }
-    let systems = &report.systems;
-    let group_h = BAR_H * systems.len() as f64 + GROUP_GAP;
-    let legend_h = 20.0 * systems.len() as f64;
-    let height = 40.0 + group_h * workloads.len() as f64 + legend_h + 10.0;
-    let width = LABEL_W + PLOT_W + 110.0;
-    let unit = report.cells.first().map_or("ops/s", |c| c.unit.as_str());
-    let mut svg = String::new();
-    chart::open(
-        &mut svg,
-        width,
-        height,
-        &format!(
-            "{} {} — {} ({unit}, median; whisker: min–max)",
-            report.tool, report.suite, report.section
-        ),
+    let _ = writeln!(
+        svg,
+        r##"<text x="8" y="{:.1}" font-size="13" font-weight="bold">{} <tspan font-weight="normal" fill="#555">({})</tspan></text>"##,
+        top + 14.0,
+        escape(workload),
+        escape(unit)
     );
-    for (w, workload) in workloads.iter().enumerate() {
-        let top = 36.0 + group_h * w as f64;
+    let rows_top = top + PANEL_HEAD;
+    let rows_bottom = rows_top + ROW_H * report.systems.len() as f64;
+    let (x, step) = Linear::from_zero(max.max(1e-9), LABEL_W, LABEL_W + PLOT_W);
+    for tick in x.ticks(step) {
+        let px = x.at(tick);
         let _ = writeln!(
             svg,
-            r#"<text x="8" y="{:.1}">{}</text>"#,
-            top + group_h / 2.0,
-            escape(workload)
+            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{:.1}" y2="{rows_bottom:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#555" font-size="11">{}</text>"##,
+            rows_top - 4.0,
+            rows_top - 8.0,
+            compact(tick)
         );
-        for (s, system) in systems.iter().enumerate() {
-            let y = top + BAR_H * s as f64;
-            let cell = report
-                .cells
-                .iter()
-                .find(|c| &c.workload == workload && c.system == system.name);
-            let color = color(s);
-            match cell.and_then(|c| c.usable_throughput()) {
-                Some(t) => {
-                    let scale = |v: f64| LABEL_W + PLOT_W * v / max;
-                    let _ = writeln!(
-                        svg,
-                        r#"<rect x="{LABEL_W}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
-                        scale(t.median) - LABEL_W,
-                        BAR_H - 3.0
-                    );
-                    let mid = y + (BAR_H - 3.0) / 2.0;
-                    let _ = writeln!(
-                        svg,
-                        r#"<line x1="{:.1}" x2="{:.1}" y1="{mid:.1}" y2="{mid:.1}" stroke="black"/>"#,
-                        scale(t.min),
-                        scale(t.max)
-                    );
-                    let _ = writeln!(
-                        svg,
-                        r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                        scale(t.max) + 4.0,
-                        y + BAR_H - 4.0,
-                        format_rate(t.median)
-                    );
-                }
-                None => {
-                    let status = cell.map_or("not measured", |c| c.status.as_str());
-                    let _ = writeln!(
-                        svg,
-                        r#"<text x="{:.1}" y="{:.1}" fill="{color}">{status}</text>"#,
-                        LABEL_W + 4.0,
-                        y + BAR_H - 4.0
-                    );
-                }
+    }
+    for (s, system) in report.systems.iter().enumerate() {
+        let y = rows_top + ROW_H * s as f64;
+        let mid = y + ROW_H / 2.0;
+        let _ = writeln!(
+            svg,
+            r#"<text data-system="{0}" x="{1:.1}" y="{2:.1}" text-anchor="end">{0}</text>"#,
+            escape(&system.name),
+            LABEL_W - 8.0,
+            mid + 4.0
+        );
+        let cell = cells.iter().find(|c| c.system == system.name);
+        match cell.and_then(|c| c.usable_throughput()) {
+            Some(t) => row(
+                svg,
+                &system.name,
+                system_color(report, &system.name),
+                t,
+                &x,
+                mid,
+            ),
+            None => {
+                let status = cell.map_or("not measured", |c| c.status.as_str());
+                let _ = writeln!(
+                    svg,
+                    r##"<text x="{:.1}" y="{:.1}" fill="#888" font-style="italic">{status}</text>"##,
+                    LABEL_W + 4.0,
+                    mid + 4.0
+                );
             }
         }
     }
-    let legend_top = 36.0 + group_h * workloads.len() as f64;
-    for (s, system) in systems.iter().enumerate() {
-        let y = legend_top + 20.0 * s as f64;
+}
+
+/// One system's row: the median bar, a dot per round, the figure at the right.
+fn row(
+    svg: &mut String,
+    system: &str,
+    color: &str,
+    t: &crate::results::Throughput,
+    x: &Linear,
+    mid: f64,
+) {
+    let name = escape(system);
+    let _ = writeln!(
+        svg,
+        r#"<rect data-system="{name}" x="{LABEL_W}" y="{:.1}" width="{:.1}" height="12" fill="{color}" fill-opacity="0.3" stroke="{color}"><title>{name}: median {}</title></rect>"#,
+        mid - 6.0,
+        (x.at(t.median) - LABEL_W).max(1.0),
+        format_rate(t.median)
+    );
+    for (i, value) in t.rounds.iter().enumerate() {
         let _ = writeln!(
             svg,
-            r#"<rect x="{LABEL_W}" y="{y:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            color(s),
-            LABEL_W + 18.0,
-            y + 10.0,
-            escape(&system.name)
+            r#"<circle data-system="{name}" cx="{:.1}" cy="{mid:.1}" r="4" fill="{color}" stroke="white" stroke-width="1"><title>{name}, round {}: {}</title></circle>"#,
+            x.at(*value),
+            i + 1,
+            format_rate(*value)
         );
     }
-    chart::close(&mut svg);
-    vec![("throughput.svg".to_owned(), svg)]
+    let range = if t.rounds.len() > 1 {
+        format!(" ({}–{})", format_rate(t.min), format_rate(t.max))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        svg,
+        r#"<text data-system="{name}" x="{:.1}" y="{:.1}">{}{range}</text>"#,
+        LABEL_W + PLOT_W + 10.0,
+        mid + 4.0,
+        format_rate(t.median)
+    );
 }
 
 #[cfg(test)]
@@ -112,16 +179,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_bar_per_measured_cell_and_a_word_for_the_rest() {
+    fn a_dot_per_round_a_bar_per_cell_and_a_word_for_the_rest() {
         let charts = render_svg_charts(&crate::report::tests::sample());
         assert_eq!(charts.len(), 1);
         let svg = &charts[0].1;
-        assert_eq!(
-            svg.matches("<rect x=\"150\" y=").count(),
-            5 + 3,
-            "5 bars and 3 legend keys"
-        );
+        // 5 measured cells × 3 rounds, each a dot; one bar per measured cell.
+        assert_eq!(svg.matches("<circle data-system=").count(), 15);
+        assert_eq!(svg.matches("<rect data-system=").count(), 5);
         assert!(svg.contains(">invalid</text>"));
+        assert!(svg.contains(r#"data-chart="throughput-rounds""#));
+        assert!(svg.contains(r#"data-systems="[&quot;a&quot;,&quot;b&quot;,&quot;c&quot;]""#));
         assert!(svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn each_workload_has_its_own_scale() {
+        let report = crate::export::fixture::report();
+        let svg = render_throughput(&report).unwrap();
+        // SQLite's writes (4,386/s) fill most of their panel next to its reads at 1M/s.
+        let width_of = |title: &str| -> f64 {
+            let at = svg.find(&format!("<title>sqlite: median {title}")).unwrap();
+            let rect = &svg[svg[..at].rfind("<rect").unwrap()..at];
+            let w = rect.split("width=\"").nth(1).unwrap();
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
+        let write = report.cells[0].throughput.as_ref().unwrap().median;
+        let read = report.cells[3].throughput.as_ref().unwrap().median;
+        assert!(width_of(&format_rate(write)) > 0.5 * PLOT_W);
+        assert!(width_of(&format_rate(read)) > 0.5 * PLOT_W);
     }
 }

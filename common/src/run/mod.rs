@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! plan (the tool; bad input fails here, before anything exists)
-//!   → Lifecycle::start      results folder, load gate, environment
+//!   → Lifecycle::start      the targets' secrets (refused before anything exists), results
+//!                           folder, load gate, environment
 //!   → prepare (the tool)    connect, describe, load, verify — Lifecycle::abandon on failure
 //!   → Lifecycle::begin      the report, each system's durable-write floor, results.json
 //!   → measure (the tool)    Recording::record after every window
@@ -27,6 +28,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::credentials::Secrets;
 use crate::environment::{Environment, durable_write_floor, loadavg};
 use crate::exit::Exit;
 use crate::export::{ToolReport, exporters};
@@ -61,6 +63,7 @@ pub struct Lifecycle {
     progress: Progress,
     interrupt: Arc<AtomicBool>,
     quiet: bool,
+    secrets: Secrets,
 }
 
 /// What the report starts with, once every system is prepared.
@@ -76,15 +79,18 @@ pub struct Begin {
 }
 
 impl Lifecycle {
-    /// Creates the results folder (proving it writable), waits for the load gate and captures
-    /// the machine with the durable-write floor of the results folder. Call it after the plan:
-    /// bad input must fail before any folder exists.
+    /// Reads the targets' secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`,
+    /// `FAIRBENCH_API_KEY_<NAME>`; one line and nothing made when one names no target or
+    /// cannot be read), creates the results folder (proving it writable), waits for the load
+    /// gate and captures the machine with the durable-write floor of the results folder. Call
+    /// it after the plan: bad input must fail before any folder exists.
     pub fn start(
         tool: Tool,
         common: &CommonOpts,
         options: &impl Serialize,
         interrupt: Arc<AtomicBool>,
     ) -> anyhow::Result<Lifecycle> {
+        let secrets = Secrets::gather(common)?;
         let options = serde_json::to_value(options).context("serializing the options")?;
         let progress = Progress::start(common.quiet);
         let mut environment = crate::phases::capture_environment(common.load_gate, &progress);
@@ -105,7 +111,14 @@ impl Lifecycle {
             progress,
             interrupt,
             quiet: common.quiet,
+            secrets,
         })
+    }
+
+    /// The targets' passwords and API keys ([`Secrets::password`], [`Secrets::api_key`],
+    /// [`Secrets::url_with_password`]), read once.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// The results folder: embedded systems keep their data here.
@@ -250,7 +263,7 @@ impl Recording {
         report.no_verdicts = judgement.no_verdicts;
         results.write_exports(&report, &exporters(tool))?;
         drop(progress);
-        println!("{}", tool.terminal(&report));
+        println!("{}", crate::redact::scrub(&tool.terminal(&report)));
         if !quiet {
             eprintln!("results: {}", results.path().display());
         }
@@ -328,6 +341,84 @@ mod tests {
         for file in ["results.json", "report.md"] {
             assert!(out.join(file).exists(), "{file}");
         }
+    }
+
+    #[test]
+    fn an_unreadable_password_file_stops_the_run_before_any_folder_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let missing = dir.path().join("missing.pw");
+        let file = format!("pg={}", missing.display());
+        let cli = Cli::parse_from([
+            "t",
+            "--quiet",
+            "--output",
+            out.to_str().unwrap(),
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--password-file",
+            &file,
+        ]);
+        let error = Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false)))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            error.starts_with(&format!("--password-file {file}: cannot read it")),
+            "{error}"
+        );
+        assert!(!out.exists());
+        std::fs::write(&missing, "zq-lifecycle-pw\n").unwrap();
+        let lifecycle =
+            Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false))).unwrap();
+        let (password, _) = lifecycle
+            .secrets()
+            .password(&cli.common.targets[0])
+            .unwrap();
+        assert_eq!(password.expose(), "zq-lifecycle-pw");
+    }
+
+    #[test]
+    fn a_secret_read_from_a_file_never_reaches_the_results_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let secret = "zq-never-written-7f3a";
+        let pw = dir.path().join("pg.pw");
+        std::fs::write(&pw, format!("{secret}\n")).unwrap();
+        let file = format!("pg={}", pw.display());
+        let cli = Cli::parse_from([
+            "t",
+            "--quiet",
+            "--output",
+            out.to_str().unwrap(),
+            "--target",
+            "pg=postgres://u@127.0.0.1/db",
+            "--password-file",
+            &file,
+        ]);
+        let lifecycle =
+            Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false))).unwrap();
+        // A careless target: the URL with the password as its "redacted" URL, the secret in a
+        // reason and a note. The writer replaces it wherever it stands.
+        let url = lifecycle
+            .secrets()
+            .url_with_password(&cli.common.targets[0]);
+        assert!(url.contains(secret));
+        let mut system = system("pg", Location::Local, None);
+        system.url_redacted = url;
+        let mut run = lifecycle
+            .begin(Begin {
+                systems: vec![system],
+                notes: vec![format!("login as u/{secret} worked")],
+                ..Begin::default()
+            })
+            .unwrap();
+        let mut cell = Cell::new("w", "pg", "ops/s", 1, 1);
+        cell.status = Status::Error;
+        cell.reason = Some(format!("password authentication failed for {secret}"));
+        run.record(cell).unwrap();
+        run.finish(&SharedReport).unwrap();
+        crate::testing::assert_no_secret(&out, b"", b"", secret);
     }
 
     #[test]

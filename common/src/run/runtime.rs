@@ -20,6 +20,8 @@ pub struct Summary {
 
 /// Runs `run` on a multi-threaded runtime of its own whose threads are named `thread_name`.
 /// With `interrupt` the caller controls the stop flag (tests); without it Ctrl-C sets it.
+/// Every tool's run starts here, so this is where ring becomes the process's TLS provider
+/// ([`crate::tls::install_provider`]) and the panic hook that redacts secrets is installed.
 pub fn block_on<F, Fut>(
     thread_name: &str,
     interrupt: Option<Arc<AtomicBool>>,
@@ -29,6 +31,10 @@ where
     F: FnOnce(Arc<AtomicBool>) -> Fut,
     Fut: Future<Output = anyhow::Result<Summary>>,
 {
+    // Before any client exists: ring as the TLS provider of the process, and panics that print
+    // no secret.
+    crate::tls::install_provider();
+    crate::redact::install_panic_hook();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name(thread_name)
@@ -39,13 +45,13 @@ where
     })
 }
 
-/// The end of every `main`: a run's own exit code, or the error chain on one line and
-/// [`Exit::BadInput`].
+/// The end of every `main`: a run's own exit code, or the error chain on one line (secrets
+/// redacted) and [`Exit::BadInput`].
 pub fn exit(result: anyhow::Result<Summary>) -> ExitCode {
     match result {
         Ok(summary) => summary.exit.into(),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::redact::redact_text(&format!("{e:#}")));
             Exit::BadInput.into()
         }
     }

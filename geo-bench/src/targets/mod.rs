@@ -38,6 +38,10 @@ pub struct Description {
     pub refusal: Option<String>,
     /// How this target answers the queries, for the report (index, exact filtering).
     pub method: Vec<String>,
+    /// The name an unnamed system is reported under (`redis-durable`, `postgis`).
+    pub default_name: String,
+    /// What a reader must know of the whole run because this system is in it.
+    pub notes: Vec<String>,
 }
 
 /// The control path of a system: everything but the measured operations.

@@ -306,6 +306,8 @@ impl Target for PostgisTarget {
             }
             let version = full.split(" on ").next().unwrap_or(&full).to_owned();
             Ok(Description {
+                default_name: "postgis".into(),
+                notes: Vec::new(),
                 kind: "postgis".into(),
                 version: format!("{version}, PostGIS {}", postgis.as_deref().unwrap_or("(absent)")),
                 settings,

@@ -503,6 +503,14 @@ impl Target for RedisTarget {
                 )),
                 _ => None,
             };
+            // An unnamed system is named after its engine and its durability mode.
+            let mode = if durable {
+                "durable"
+            } else if appendonly == "yes" {
+                "aof"
+            } else {
+                "volatile"
+            };
             let settings = BTreeMap::from([
                 ("appendonly".to_owned(), appendonly),
                 ("appendfsync".to_owned(), appendfsync),
@@ -513,6 +521,8 @@ impl Target for RedisTarget {
                 ),
             ]);
             Ok(Description {
+                default_name: format!("{kind}-{mode}"),
+                notes: Vec::new(),
                 kind: kind.into(),
                 version,
                 settings,

@@ -333,6 +333,8 @@ impl Target for SqliteTarget {
             let refusal = (rtree != "1")
                 .then(|| "this SQLite was built without R*Tree (ENABLE_RTREE)".to_owned());
             Ok(Description {
+                default_name: "sqlite".into(),
+                notes: vec!["SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into()],
                 kind: "sqlite".into(),
                 version: format!("SQLite {version}"),
                 settings: BTreeMap::from([

@@ -83,6 +83,8 @@ pub fn outcome(m: &Measured, count: u64, elapsed: Duration) -> WindowOutcome {
         elapsed: elapsed.max(Duration::from_nanos(1)),
         stuck_workers: m.result.stuck,
         client_cpu_ns: m.client_cpu_ns,
+        client_busy: None,
+        busy_is_the_clients: false,
         target_rate: None,
     }
 }

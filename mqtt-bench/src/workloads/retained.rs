@@ -85,6 +85,8 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
             elapsed: r.elapsed.max(Duration::from_nanos(1)),
             stuck_workers: 0,
             client_cpu_ns: r.lanes.cpu_ns,
+            client_busy: None,
+            busy_is_the_clients: false,
             target_rate: None,
         },
         marks,

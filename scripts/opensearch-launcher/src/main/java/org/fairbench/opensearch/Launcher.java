@@ -19,13 +19,19 @@ import org.opensearch.transport.Netty4Plugin;
  * ships without modules.
  *
  * Usage: java -Xmx512m -cp 'lib/*:launcher.jar' org.fairbench.opensearch.Launcher HOME HTTP_PORT
- * HOME holds data/ and logs/; it must exist and be writable.
+ * HOME holds data/ and logs/; it must exist and be writable. With the system properties
+ * fairbench.tls.keystore (a PKCS#12 file) and fairbench.tls.password, the REST layer speaks
+ * HTTPS only (TlsPlugin, the netty4-secure transport); node-to-node transport stays plain.
  */
 public final class Launcher extends Node {
 
+    private static boolean tls() {
+        return System.getProperty("fairbench.tls.keystore") != null;
+    }
+
     private Launcher(Environment environment) {
         // The protected constructor is the one that accepts plugin classes from the classpath.
-        super(environment, List.of(Netty4Plugin.class), true);
+        super(environment, tls() ? List.of(Netty4Plugin.class, TlsPlugin.class) : List.of(Netty4Plugin.class), true);
     }
 
     public static void main(String[] args) throws Exception {
@@ -48,6 +54,7 @@ public final class Launcher extends Node {
             .put("discovery.type", "single-node")
             .put("network.host", "127.0.0.1")
             .put("http.port", httpPort)
+            .put("http.type", tls() ? "netty4-secure" : "netty4")
             .put("transport.port", "0")
             // Test disks are often nearly full; the node must not refuse to allocate the index.
             .put("cluster.routing.allocation.disk.threshold_enabled", false)
@@ -67,7 +74,7 @@ public final class Launcher extends Node {
             }
         }, "fairbench-shutdown"));
         node.start();
-        System.out.println("fairbench: OpenSearch node started, HTTP on 127.0.0.1:" + httpPort);
+        System.out.println("fairbench: OpenSearch node started, " + (tls() ? "HTTPS" : "HTTP") + " on 127.0.0.1:" + httpPort);
         stopped.await();
     }
 }

@@ -1,6 +1,14 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
 //! environment the test command set up, a lock so one test at a time uses the servers, running
-//! a tool in-process on parsed arguments, and the client calls tests make to set servers up.
+//! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
+//! the check that no secret reached anything a run wrote, and (feature `browser`) the check that
+//! `report.html` renders in a real browser.
+
+#[cfg(any(test, feature = "browser"))]
+mod browser;
+
+#[cfg(any(test, feature = "browser"))]
+pub use browser::{assert_html_renders, check_page, chromium};
 
 use std::future::Future;
 use std::path::Path;
@@ -108,6 +116,7 @@ pub fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
 /// Runs `future` to completion on a runtime of its own (for a test's own client calls; a
 /// client lives on the runtime it was made on, so make and use it inside one call).
 pub fn block_on<T>(future: impl Future<Output = T>) -> T {
+    crate::tls::install_provider();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -148,6 +157,13 @@ pub fn with_database(url: &str, database: &str) -> String {
     format!("{base}/{database}")
 }
 
+/// `url` with the parameter `key` set to `value` (replacing it where it is), for tests that
+/// turn one exported URL into its variants (the wrong CA, another sslmode).
+pub fn with_param(url: &str, key: &str, value: &str) -> String {
+    let without = crate::urlparts::without_params(url, &[&crate::urlparts::normalized_key(key)]);
+    crate::urlparts::with_param(&without, key, value)
+}
+
 /// One HTTP call with curl: the status and the body.
 pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
     let mut command = std::process::Command::new("curl");
@@ -159,6 +175,56 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
     let text = String::from_utf8(out.stdout).expect("UTF-8 from curl");
     let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
     (status.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// Fails the test if `secret` appears anywhere a run wrote: its stdout, its stderr, or any
+/// file under the results folder `dir` (recursively, every byte, hidden files included). Each
+/// place is named with the text around it (the secret itself masked). Use a secret no output
+/// could contain by chance (`zq-leak-check-…`), given through `--password-file` or the URL.
+pub fn assert_no_secret(dir: &Path, stdout: &[u8], stderr: &[u8], secret: &str) {
+    assert!(!secret.is_empty(), "an empty secret matches everything");
+    let mut found = Vec::new();
+    let mut check = |place: String, bytes: &[u8]| {
+        if let Some(at) = find_bytes(bytes, secret.as_bytes()) {
+            let start = at.saturating_sub(60);
+            let end = (at + secret.len() + 60).min(bytes.len());
+            let context = String::from_utf8_lossy(&bytes[start..end]).replace(secret, "<SECRET>");
+            found.push(format!("{place} (byte {at}): …{context}…"));
+        }
+    };
+    check("stdout".into(), stdout);
+    check("stderr".into(), stderr);
+    let mut pending = vec![dir.to_owned()];
+    let mut files = 0;
+    while let Some(folder) = pending.pop() {
+        let entries = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", folder.display()));
+        for entry in entries {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+                files += 1;
+                check(path.display().to_string(), &bytes);
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the secret was written to:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        files > 0,
+        "{} holds no file: did the run write anything?",
+        dir.display()
+    );
+}
+
+fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Fails the test unless `results.json` of `dir` validates against the checked-in schema
@@ -199,6 +265,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_leaked_secret_is_found_wherever_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("hdr")).unwrap();
+        std::fs::write(
+            dir.path().join("results.json"),
+            b"{\"url\": \"pg://u:***@h\"}",
+        )
+        .unwrap();
+        assert_no_secret(dir.path(), b"table", b"results: /tmp/x", "zq-leak-1");
+        std::fs::write(dir.path().join("hdr/.w.tmp"), b"x zq-leak-1 y").unwrap();
+        let caught = std::panic::catch_unwind(|| {
+            assert_no_secret(
+                dir.path(),
+                b"ok",
+                b"error: login zq-leak-1 failed",
+                "zq-leak-1",
+            )
+        })
+        .unwrap_err();
+        let message = caught.downcast_ref::<String>().unwrap();
+        assert!(message.contains("stderr (byte 13)"), "{message}");
+        assert!(message.contains(".w.tmp"), "{message}");
+        assert!(!message.contains("zq-leak-1"), "{message}");
+    }
+
+    #[test]
     fn quick_pairs_give_way_to_the_tests_own() {
         let out = Path::new("/tmp/x");
         let args = quick_args(
@@ -223,6 +315,14 @@ mod tests {
         assert_eq!(
             with_database("postgres://u@h:1/postgres", "geo"),
             "postgres://u@h:1/geo"
+        );
+        assert_eq!(
+            with_param(
+                "postgres://h/db?sslmode=verify-full&sslrootcert=/a.pem",
+                "sslrootcert",
+                "/b.pem"
+            ),
+            "postgres://h/db?sslmode=verify-full&sslrootcert=/b.pem"
         );
     }
 

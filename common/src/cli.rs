@@ -1,0 +1,282 @@
+//! The subcommands every tool has besides its benchmark: `compare` (two runs, cell by cell)
+//! and `report` (re-render every export of a results.json), with their `--help` examples in
+//! the tool's own name. A tool flattens [`Tooling`] into its command line and hands a parsed
+//! one to [`run_tooling`] with its name and its [`ToolReport`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::compare::CompareArgs;
+use crate::exit::Exit;
+use crate::export::{ToolReport, export_all, exporters};
+use crate::load::load;
+use crate::writer::ResultsDir;
+
+/// `report`'s arguments.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct ReportArgs {
+    /// A results folder or its results.json.
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+
+    /// Write the exports (and a copy of results.json) here instead of beside results.json.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// The tooling subcommands of every fairbench tool.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum Tooling {
+    /// Compare two runs of this tool cell by cell: ratios with their intervals and verdicts,
+    /// cells that appeared, disappeared or changed status; refuses runs that are not comparable.
+    Compare(CompareArgs),
+    /// Re-render every export (report.md, report.html, results.csv, charts, HDR files) of an
+    /// existing results.json: after an upgrade, or for a run copied from another machine.
+    Report(ReportArgs),
+}
+
+/// Runs one tooling subcommand as `tool` (`geo-bench`), rendering with `report`.
+pub fn run_tooling(tooling: &Tooling, tool: &str, report: &dyn ToolReport) -> anyhow::Result<Exit> {
+    match tooling {
+        Tooling::Compare(args) => crate::compare::run(args, tool),
+        Tooling::Report(args) => run_report(args, tool, report),
+    }
+}
+
+/// `report`: every export of the run, written into its own folder (results.json itself left
+/// as it is) or into `--output` (with a byte-for-byte copy of results.json).
+pub fn run_report(
+    args: &ReportArgs,
+    tool: &str,
+    renderer: &dyn ToolReport,
+) -> anyhow::Result<Exit> {
+    let loaded = load(&args.results, tool)?;
+    let (dir, in_place) = match &args.output {
+        Some(out) => {
+            let same = std::fs::canonicalize(out)
+                .ok()
+                .zip(std::fs::canonicalize(&loaded.dir).ok())
+                .is_some_and(|(a, b)| a == b);
+            (out.clone(), same)
+        }
+        None => (loaded.dir.clone(), true),
+    };
+    let results = ResultsDir::create(&dir)?;
+    for export in export_all(&loaded.report, &exporters(renderer)) {
+        // results.json is the input: never rewritten from the model (a newer tool's fields
+        // would be lost), copied as it is elsewhere.
+        if export.file != "results.json" {
+            results.write_atomic(&export.file, &export.bytes)?;
+        }
+    }
+    if !in_place {
+        results.write_atomic("results.json", &loaded.bytes)?;
+    }
+    eprintln!(
+        "report: every export of {} written in {}",
+        loaded.file.display(),
+        dir.display()
+    );
+    Ok(Exit::AllOk)
+}
+
+/// What `main` returns for a tooling subcommand: its exit code, or the error on one line and 2.
+pub fn exit(result: anyhow::Result<Exit>) -> ExitCode {
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Exit::BadInput.into()
+        }
+    }
+}
+
+/// The examples that end `--help` of `compare` and `report`, in `tool`'s name.
+pub fn examples(subcommand: &str, tool: &str) -> Option<String> {
+    let lines: &[&str] = match subcommand {
+        "compare" => &[
+            "TOOL compare results/before results/after",
+            "    every common cell: ratio, interval, verdict; refused if options, machine or data differ",
+            "TOOL compare main/results.json pr/results.json --threshold 3% --fail-on regression",
+            "    in CI: exit 1 when a cell got slower beyond 3% with its whole interval",
+            "TOOL compare results/before results/after --format md --output compare/",
+            "    compare/compare.md for a pull request and compare/compare.html to look at",
+        ],
+        "report" => &[
+            "TOOL report results/before",
+            "    re-render report.md, report.html, results.csv, the charts and hdr/ beside results.json",
+            "TOOL report copied-from-ci/results.json --output review/",
+            "    the same into review/, with a copy of results.json",
+        ],
+        _ => return None,
+    };
+    let body: Vec<String> = lines
+        .iter()
+        .map(|l| format!("  {}", l.replace("TOOL", tool)))
+        .collect();
+    Some(format!("Examples:\n{}", body.join("\n")))
+}
+
+/// `command` with the examples of its `compare` and `report` subcommands in `tool`'s name.
+pub fn with_examples(mut command: clap::Command, tool: &str) -> clap::Command {
+    for name in ["compare", "report"] {
+        if let Some(text) = examples(name, tool)
+            && command.find_subcommand(name).is_some()
+        {
+            command = command.mut_subcommand(name, |sub| sub.after_help(text));
+        }
+    }
+    command
+}
+
+/// Parses the process's arguments as `P`, with the tooling subcommands' examples in the
+/// command's name (what a tool's `main` calls instead of `P::parse()`).
+pub fn parse<P: clap::Parser>() -> P {
+    let command = P::command();
+    let name = command.get_name().to_owned();
+    let matches = with_examples(command, &name).get_matches();
+    P::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::SharedReport;
+    use crate::options::CommonOpts;
+    use clap::{CommandFactory, Parser};
+
+    /// How a single-command tool (geo-bench) takes them: the benchmark's flags, or a subcommand.
+    #[derive(Parser, Debug)]
+    #[command(name = "geo-bench", args_conflicts_with_subcommands = true)]
+    struct Single {
+        #[command(subcommand)]
+        tooling: Option<Tooling>,
+        #[command(flatten)]
+        common: CommonOpts,
+    }
+
+    /// How sql-bench, whose suites are subcommands already, takes them.
+    #[derive(Parser, Debug)]
+    #[command(name = "sql-bench")]
+    struct Suites {
+        #[command(subcommand)]
+        suite: Suite,
+    }
+
+    #[derive(clap::Subcommand, Debug)]
+    enum Suite {
+        Crud(CommonOpts),
+        #[command(flatten)]
+        Tooling(Tooling),
+    }
+
+    #[test]
+    fn a_single_command_tool_runs_or_compares() {
+        let run =
+            Single::try_parse_from(["geo-bench", "--target", "sqlite", "--rounds", "3"]).unwrap();
+        assert!(run.tooling.is_none() && run.common.rounds == 3);
+        let compare =
+            Single::try_parse_from(["geo-bench", "compare", "a", "b", "--fail-on", "regression"])
+                .unwrap();
+        let Some(Tooling::Compare(args)) = compare.tooling else {
+            panic!("{compare:?}")
+        };
+        assert_eq!(args.baseline, PathBuf::from("a"));
+        assert_eq!(args.fail_on, Some(crate::compare::FailOn::Regression));
+        assert_eq!(args.threshold, 0.05);
+        let report =
+            Single::try_parse_from(["geo-bench", "report", "dir", "--output", "o"]).unwrap();
+        assert!(matches!(report.tooling, Some(Tooling::Report(_))));
+        assert!(
+            Single::try_parse_from(["geo-bench", "--rounds", "3", "compare", "a", "b"]).is_err()
+        );
+        let suites =
+            Suites::try_parse_from(["sql-bench", "compare", "a", "b", "--format", "md"]).unwrap();
+        assert!(matches!(suites.suite, Suite::Tooling(Tooling::Compare(_))));
+        assert!(matches!(
+            Suites::try_parse_from(["sql-bench", "crud"]).unwrap().suite,
+            Suite::Crud(_)
+        ));
+    }
+
+    #[test]
+    fn help_ends_with_examples_in_the_tools_name() {
+        let mut command = with_examples(Single::command(), "geo-bench");
+        let help = command
+            .find_subcommand_mut("compare")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.trim_end().ends_with(
+                "compare/compare.md for a pull request and compare/compare.html to look at"
+            ),
+            "{help}"
+        );
+        assert!(help.contains("geo-bench compare main/results.json pr/results.json --threshold 3% --fail-on regression"));
+        let mut command = with_examples(Suites::command(), "sql-bench");
+        let help = command
+            .find_subcommand_mut("report")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("sql-bench report results/before"), "{help}");
+    }
+
+    #[test]
+    fn report_re_renders_every_export_without_touching_results_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let report = crate::export::fixture::report();
+        let mut bytes = crate::export::results_json(&report);
+        bytes.extend(b"\n");
+        std::fs::write(run.join("results.json"), &bytes).unwrap();
+        let args = ReportArgs {
+            results: run.clone(),
+            output: None,
+        };
+        let tooling = Tooling::Report(args);
+        assert_eq!(
+            run_tooling(&tooling, "sql-bench", &SharedReport).unwrap(),
+            Exit::AllOk
+        );
+        for file in [
+            "report.md",
+            "report.html",
+            "results.csv",
+            "throughput.svg",
+            "latency-spectrum.svg",
+            "hdr/read-16c--sqlite.hlog",
+        ] {
+            assert!(run.join(file).is_file(), "{file}");
+        }
+        assert_eq!(
+            std::fs::read(run.join("results.json")).unwrap(),
+            bytes,
+            "left as it was"
+        );
+        let elsewhere = dir.path().join("copy");
+        let args = ReportArgs {
+            results: run.join("results.json"),
+            output: Some(elsewhere.clone()),
+        };
+        run_report(&args, "sql-bench", &SharedReport).unwrap();
+        assert_eq!(
+            std::fs::read(elsewhere.join("results.json")).unwrap(),
+            bytes
+        );
+        assert!(elsewhere.join("report.html").is_file());
+        let wrong = run_report(
+            &ReportArgs {
+                results: run,
+                output: None,
+            },
+            "geo-bench",
+            &SharedReport,
+        );
+        assert!(
+            format!("{:#}", wrong.unwrap_err()).contains("is a sql-bench run, not a geo-bench one")
+        );
+    }
+}
