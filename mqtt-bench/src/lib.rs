@@ -1,13 +1,17 @@
-//! mqtt-bench: broker throughput, fan-out, delivered QoS 0 rate, delivery latency and broker
-//! resources, against an embedded broker or real ones, with every message accounted for.
+//! mqtt-bench: broker throughput, fan-out, delivered QoS 0 rate, delivery latency, connection
+//! storms, many-to-many, shared subscriptions, retained messages, persistent sessions and broker
+//! resources, in MQTT 3.1.1 and 5, against an embedded broker or real ones, with every message
+//! accounted for.
 
 pub mod engine;
 pub mod measure;
 pub mod message;
 pub mod opts;
+pub mod os;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod scenario;
 pub mod session;
 pub mod systems;
 pub mod targets;

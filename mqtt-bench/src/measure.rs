@@ -1,24 +1,27 @@
-//! The measurement of one cell: a row × broker slot with its common cell builder and the MQTT
-//! figures it accumulates over the measured rounds (delivery ledger, broker CPU and memory),
-//! one round of it run and folded in, and what the report keeps beside the cells (the
-//! client's capacities, the brokers' memory after the run).
+//! The measurement of one cell: a row × system slot with its common cell builder and the MQTT
+//! figures it accumulates over the measured rounds (delivery ledger, missed ticks and lost
+//! messages beside the latency, broker CPU and memory, each scenario's named figures), the
+//! order the windows run in (rows of one family — the QoS levels of a scenario — interleaved
+//! like systems), one round run and folded in, and what the report keeps beside the cells.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use common::human::format_rate;
 use common::procstat::own_rss;
 use common::progress::Progress;
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Status};
+use hdrhistogram::Histogram;
 use serde_json::json;
 
 use crate::message::Delivery;
 use crate::opts::Opts;
+use crate::os::FdLimit;
 use crate::protocol::conn::Endpoint;
-use crate::targets::Broker;
-use crate::workloads::{self, Ctx, RoundOutcome, Row};
+use crate::systems::System;
+use crate::workloads::{self, Baselines, Ctx, RoundOutcome, Row};
 
 /// A cell's MQTT figures, accumulated over its measured rounds.
 #[derive(Default)]
@@ -31,6 +34,11 @@ struct Tally {
     client_peak_rss: Option<u64>,
     target_rate: Option<f64>,
     accepted: Vec<f64>,
+    missed_ticks: u64,
+    /// Delivery latency pooled over the measured rounds, for percentiles of all messages sent
+    /// (a lost message counted as never delivered).
+    latency: Option<Histogram<u64>>,
+    figures: BTreeMap<&'static str, Vec<f64>>,
 }
 
 impl Tally {
@@ -45,6 +53,32 @@ impl Tally {
         self.client_peak_rss = self.client_peak_rss.max(round.usage.client_peak_rss_bytes);
         self.target_rate = round.target_rate;
         self.accepted.extend(round.accepted_rate);
+        self.missed_ticks += round.outcome.recorder.missed_ticks;
+        let latency = &round.outcome.recorder.latency;
+        match &mut self.latency {
+            Some(pooled) => {
+                let _ = pooled.add(latency);
+            }
+            None => self.latency = Some(latency.clone()),
+        }
+        for (key, value) in &round.figures {
+            self.figures.entry(key).or_default().push(*value);
+        }
+    }
+
+    /// Percentiles over every message owed, a lost one counted as never delivered: `None`
+    /// (shown as "lost") where the lost share reaches past the percentile.
+    fn latency_of_sent(&self) -> serde_json::Value {
+        let Some(h) = self.latency.as_ref().filter(|h| !h.is_empty()) else {
+            return json!(null);
+        };
+        let d = &self.delivery;
+        let owed = d.sent.max(d.distinct).max(1) as f64;
+        let at = |q: f64| {
+            let within = q * owed / d.distinct.max(1) as f64;
+            (within <= 1.0).then(|| h.value_at_quantile(within))
+        };
+        json!({ "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "lost": d.lost })
     }
 
     fn apply(&self, cell: &mut Cell) {
@@ -62,8 +96,18 @@ impl Tally {
             .insert("broker_peak_rss_bytes".into(), json!(self.broker_peak_rss));
         cell.extra
             .insert("client_peak_rss_bytes".into(), json!(self.client_peak_rss));
+        cell.extra
+            .insert("latency_of_sent_ns".into(), self.latency_of_sent());
+        let figures: BTreeMap<&str, f64> = self
+            .figures
+            .iter()
+            .filter_map(|(k, v)| Some((*k, common::results::median(v)?)))
+            .collect();
+        cell.extra.insert("figures".into(), json!(figures));
         if let Some(target) = self.target_rate {
             cell.target_rate = Some(target);
+            // Open loop: ticks the publisher missed sit beside the latency they shaped.
+            cell.missed_ticks = Some(self.missed_ticks);
             if !self.accepted.is_empty() {
                 cell.achieved_rate =
                     Some(self.accepted.iter().sum::<f64>() / self.accepted.len() as f64);
@@ -91,13 +135,15 @@ impl Slot {
     }
 }
 
-/// One slot per row and broker (`[row][broker]`), each cell carrying its broker's labels.
-pub fn slots(opts: &Opts, brokers: &[Broker], rows: &[Row]) -> Vec<Vec<Slot>> {
+/// One slot per row and system (`[row][system]`), each cell carrying its system's labels; a
+/// system that refused its protocol has refused cells, never measured.
+pub fn slots(opts: &Opts, systems: &[System], rows: &[Row]) -> Vec<Vec<Slot>> {
     rows.iter()
         .map(|row| {
-            brokers
+            systems
                 .iter()
-                .map(|b| {
+                .map(|system| {
+                    let b = &system.broker;
                     let cell = Cell::new(
                         &row.name,
                         &b.info.name,
@@ -109,6 +155,9 @@ pub fn slots(opts: &Opts, brokers: &[Broker], rows: &[Row]) -> Vec<Vec<Slot>> {
                     for label in &b.info.labels {
                         builder.add_label(label);
                     }
+                    if let Some(refusal) = &system.refusal {
+                        builder.mark(Status::Refused, refusal.clone());
+                    }
                     Slot {
                         builder,
                         tally: Tally::default(),
@@ -119,14 +168,36 @@ pub fn slots(opts: &Opts, brokers: &[Broker], rows: &[Row]) -> Vec<Vec<Slot>> {
         .collect()
 }
 
+/// Every window of a run in the order it is measured: the rows of one family (a scenario's
+/// QoS levels) are interleaved with the systems, so `qos0, qos1, qos2` on every system make
+/// one round, their order alternating from round to round like the systems'.
+pub fn steps(rows: &[Row], systems: usize, warmup: u32, rounds: u32) -> Vec<(usize, Round, usize)> {
+    let mut steps = Vec::new();
+    let mut first = 0;
+    while first < rows.len() {
+        let family = rows[first].family();
+        let len = rows[first..]
+            .iter()
+            .take_while(|r| r.family() == family)
+            .count();
+        for step in common::protocol::schedule(1, len * systems, warmup, rounds) {
+            let (row, system) = (step.system / systems, step.system % systems);
+            steps.push((first + row, step.round, system));
+        }
+        first += len;
+    }
+    steps
+}
+
 /// What every window of the run shares.
 pub struct Windows<'a> {
     pub opts: &'a Opts,
     pub run_tag: &'a str,
     pub epoch: Instant,
-    pub payload: Arc<[u8]>,
+    pub payload: Bytes,
     /// Numbers every window of the run, so topics and client ids never repeat.
     pub next_window: u32,
+    pub baselines: Baselines,
 }
 
 impl Windows<'_> {
@@ -135,22 +206,25 @@ impl Windows<'_> {
     pub async fn round(
         &mut self,
         row: &Row,
-        broker: &Broker,
+        system: &System,
         round: Round,
         slot: &mut Slot,
         progress: &Progress,
     ) {
         let common = &self.opts.common;
         let label = round.label(common.warmup, common.rounds);
+        let broker = &system.broker;
+        let name = &broker.info.name;
         let mut ctx = Ctx {
             opts: self.opts,
             link: &broker.link,
+            system: name,
             run_tag: self.run_tag,
             epoch: self.epoch,
             payload: self.payload.clone(),
             next_window: &mut self.next_window,
+            baselines: &mut self.baselines,
         };
-        let name = &broker.info.name;
         match workloads::run_round(row, &mut ctx, &label).await {
             Ok(outcome) => {
                 slot.builder.add(round, &outcome.outcome);
@@ -162,10 +236,15 @@ impl Windows<'_> {
                 }
                 progress.line(window_line(&row.name, name, &label, &outcome));
             }
-            Err(message) => {
+            Err(e) => {
                 slot.builder
-                    .mark(Status::Error, format!("{label}: {message}"));
-                progress.line(format!("{} · {name} · {label}: {message}", row.name));
+                    .mark(e.status, format!("{label}: {}", e.message));
+                progress.line(format!(
+                    "{} · {name} · {label}: {}: {}",
+                    row.name,
+                    e.status.as_str(),
+                    e.message
+                ));
             }
         }
     }
@@ -202,25 +281,32 @@ fn window_line(row: &str, broker: &str, label: &str, outcome: &RoundOutcome) -> 
 }
 
 /// Every capacity of the client, so a report says exactly what drove the brokers.
-pub fn client_capacities(opts: &Opts, endpoint: &Endpoint) -> serde_json::Value {
+pub fn client_capacities(opts: &Opts, endpoint: &Endpoint, fd: &FdLimit) -> serde_json::Value {
     json!({
-        "protocol": "MQTT 3.1.1, mqtt-bench's own codec over tokio",
+        "protocol": "rumqttc 0.25.1 mqttbytes (v4 = MQTT 3.1.1, v5) packets, mqtt-bench's own connection driver over tokio",
+        "protocols": opts.protocols,
         "lanes": common::lanes::Lanes::shared().len(),
         "inflight": opts.inflight,
         "backlog_messages": opts.backlog,
         "max_packet_bytes": endpoint.max_packet_bytes,
         "keep_alive_s": endpoint.keep_alive_s,
-        "read_chunk_bytes": 64 * 1024,
+        "read_chunk_bytes": crate::protocol::conn::READ_CHUNK_BYTES,
+        "idle_read_bytes": crate::protocol::conn::IDLE_READ_BYTES,
         "write_queue_bytes": 256 * 1024,
         "payload_bytes": opts.payload_bytes,
         "clean_session": true,
+        "reconnects": false,
+        "source_addrs": opts.source_addrs,
+        "ephemeral_ports_per_source": crate::os::ephemeral_ports(),
+        "fd_limit": fd,
     })
 }
 
 /// Each broker's resident memory once the run is over (an embedded broker's is this process's).
-pub fn after_run(brokers: &[Broker]) -> serde_json::Value {
+pub fn after_run(systems: &[System]) -> serde_json::Value {
     let mut after: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    for broker in brokers {
+    for system in systems {
+        let broker = &system.broker;
         let link = &broker.link;
         let rss = link.probe.as_ref().and_then(|p| p.rss_bytes());
         let process_rss = link

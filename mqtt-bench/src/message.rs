@@ -1,25 +1,42 @@
-//! What every message carries (a sequence number, its send time and the window it belongs to)
-//! and the subscriber's delivery ledger: distinct, duplicated, out-of-order and lost messages.
+//! What every message carries (a sequence number, its send time, the window and the publisher
+//! it belongs to) and the delivery ledger: distinct, duplicated, out-of-order and lost
+//! messages, per subscriber or across a shared-subscription group.
 
-/// Bytes of the stamp at the start of every payload: sequence (8), send time (8), window (4).
-pub const STAMP_BYTES: usize = 20;
+/// Bytes of the stamp at the start of every payload: sequence (8), send time (8), window (4),
+/// publisher (4).
+pub const STAMP_BYTES: usize = 24;
+
+/// What a message says about itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// 0, 1, 2 … per publisher and window.
+    pub seq: u64,
+    /// Nanoseconds from the run's epoch: the intended send time in open loop.
+    pub sent_ns: u64,
+    pub window: u32,
+    /// The publisher's index in its window.
+    pub publisher: u32,
+}
 
 /// Writes the stamp into the first [`STAMP_BYTES`] of `payload`.
 #[inline]
-pub fn stamp(payload: &mut [u8], seq: u64, sent_ns: u64, window: u32) {
-    payload[0..8].copy_from_slice(&seq.to_le_bytes());
-    payload[8..16].copy_from_slice(&sent_ns.to_le_bytes());
-    payload[16..20].copy_from_slice(&window.to_le_bytes());
+pub fn stamp(payload: &mut [u8], stamp: Stamp) {
+    payload[0..8].copy_from_slice(&stamp.seq.to_le_bytes());
+    payload[8..16].copy_from_slice(&stamp.sent_ns.to_le_bytes());
+    payload[16..20].copy_from_slice(&stamp.window.to_le_bytes());
+    payload[20..24].copy_from_slice(&stamp.publisher.to_le_bytes());
 }
 
 /// Reads a stamp back; `None` when the payload is too short to carry one.
 #[inline]
-pub fn read_stamp(payload: &[u8]) -> Option<(u64, u64, u32)> {
+pub fn read_stamp(payload: &[u8]) -> Option<Stamp> {
     let head = payload.get(..STAMP_BYTES)?;
-    let seq = u64::from_le_bytes(head[0..8].try_into().ok()?);
-    let sent_ns = u64::from_le_bytes(head[8..16].try_into().ok()?);
-    let window = u32::from_le_bytes(head[16..20].try_into().ok()?);
-    Some((seq, sent_ns, window))
+    Some(Stamp {
+        seq: u64::from_le_bytes(head[0..8].try_into().ok()?),
+        sent_ns: u64::from_le_bytes(head[8..16].try_into().ok()?),
+        window: u32::from_le_bytes(head[16..20].try_into().ok()?),
+        publisher: u32::from_le_bytes(head[20..24].try_into().ok()?),
+    })
 }
 
 /// What one subscriber received from one publisher in one window.
@@ -125,6 +142,35 @@ impl Ledger {
         }
     }
 
+    /// The account of a shared-subscription group: each of `sent` messages is owed once to the
+    /// group, whichever member receives it. A message two members received is a duplicate.
+    pub fn settle_group(members: &[&Ledger], sent: u64) -> Delivery {
+        let words = members.iter().map(|l| l.seen.len()).max().unwrap_or(0);
+        let mut union = Ledger::default();
+        union.seen = vec![0; words];
+        let mut received = 0;
+        let mut duplicates = 0;
+        let mut out_of_order = 0;
+        let mut strays = 0;
+        for member in members {
+            for (into, word) in union.seen.iter_mut().zip(&member.seen) {
+                *into |= word;
+            }
+            received += member.distinct;
+            duplicates += member.duplicates;
+            out_of_order += member.out_of_order;
+            strays += member.strays;
+        }
+        union.distinct = union.seen.iter().map(|w| u64::from(w.count_ones())).sum();
+        let settled = union.settle(sent);
+        Delivery {
+            duplicates: duplicates + (received - union.distinct),
+            out_of_order,
+            strays: strays + settled.strays,
+            ..settled
+        }
+    }
+
     fn count_at_or_above(&self, sent: u64) -> u64 {
         let first_word = (sent / 64) as usize;
         if first_word >= self.seen.len() {
@@ -146,9 +192,15 @@ mod tests {
     #[test]
     fn stamps_round_trip_and_short_payloads_have_none() {
         let mut payload = [0u8; 64];
-        stamp(&mut payload, 7, 123_456_789, 3);
-        assert_eq!(read_stamp(&payload), Some((7, 123_456_789, 3)));
-        assert_eq!(read_stamp(&payload[..19]), None);
+        let s = Stamp {
+            seq: 7,
+            sent_ns: 123_456_789,
+            window: 3,
+            publisher: 9,
+        };
+        stamp(&mut payload, s);
+        assert_eq!(read_stamp(&payload), Some(s));
+        assert_eq!(read_stamp(&payload[..23]), None);
     }
 
     #[test]
@@ -169,6 +221,21 @@ mod tests {
         assert!((d.loss_fraction() - 0.4).abs() < 1e-12);
         assert!(!ledger.complete(10));
         assert!(ledger.complete(6));
+    }
+
+    #[test]
+    fn a_group_owes_each_message_once_whichever_member_gets_it() {
+        let mut a = Ledger::with_capacity(10);
+        let mut b = Ledger::with_capacity(10);
+        for seq in [0, 2, 4, 6] {
+            a.record(seq);
+        }
+        for seq in [1, 3, 4] {
+            b.record(seq);
+        }
+        let d = Ledger::settle_group(&[&a, &b], 8);
+        // 0–4 and 6 arrived (4 at both members); 5 and 7 are lost.
+        assert_eq!((d.sent, d.distinct, d.lost, d.duplicates), (8, 6, 2, 1));
     }
 
     #[test]

@@ -1,15 +1,19 @@
-//! mqtt-bench's options: the common flags, the brokers and their processes, the scenarios and
-//! their settings, and the checks clap cannot make on sizes, rates and combinations.
+//! mqtt-bench's options: the common flags, the brokers, their processes and the protocols they
+//! are spoken in, the scenarios and their settings, the client's connections (source
+//! addresses, keep-alive), and the checks clap cannot make on sizes, rates and combinations.
 
-use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
 
 use anyhow::bail;
 use clap::Parser;
 use common::options::{CommonOpts, TargetSpec};
 use common::procstat::ServerPid;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::message::STAMP_BYTES;
+use crate::protocol::codec::Protocol;
+pub use crate::scenario::{Scenario, Scenarios};
 
 /// The largest payload mqtt-bench sends: what MQTT's remaining length can carry, less room
 /// for the topic.
@@ -22,14 +26,16 @@ pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024 * 1024;
     about = "MQTT broker throughput, fan-out, delivered QoS 0 rate and delivery latency, every message accounted for",
     after_help = "Without --broker (or --target) an embedded broker is started in this process and \
                   measured, labelled embedded and colocated. --connections is not used: each \
-                  scenario fixes its connections (one publisher; one subscriber, or --subscribers)."
+                  scenario fixes its connections (one publisher; one subscriber, or --subscribers; \
+                  --clients for connect and idle; --many-to-many; --group)."
 )]
 pub struct Opts {
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonOpts,
 
-    /// A broker to measure, as `[NAME=]mqtt://[USER:PASSWORD@]HOST:PORT` (the same as --target).
+    /// A broker to measure, as `[NAME=]mqtt://[USER:PASSWORD@]HOST:PORT` (the same as --target);
+    /// any host: the CPU and memory of a broker on another machine cannot be measured.
     #[arg(long = "broker", value_name = "[NAME=]URL", value_parser = TargetSpec::parse)]
     #[serde(skip)]
     pub brokers: Vec<TargetSpec>,
@@ -39,9 +45,22 @@ pub struct Opts {
     #[arg(long = "broker-pid", value_name = "[NAME=]PID", value_parser = ServerPid::parse)]
     pub broker_pids: Vec<ServerPid>,
 
-    /// Scenarios to run, comma-separated: qos1, fanout, qos0, latency, qos2 [default: all].
-    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = Scenario::parse)]
-    pub scenarios: Vec<Scenario>,
+    /// MQTT versions to speak, comma-separated: 3.1.1, 5. Each broker spoken to in each is a
+    /// system of its own (NAME-mqtt3.1.1, NAME-mqtt5) in the same tables.
+    #[arg(long = "protocol", value_delimiter = ',', value_name = "LIST", default_value = "3.1.1", value_parser = Protocol::parse)]
+    pub protocols: Vec<Protocol>,
+
+    /// Scenarios to run, comma-separated: qos1, fanout, qos0, latency, qos2 (seed 000's five,
+    /// the default), connect, idle, many-to-many, shared, retained, persistent, or all.
+    #[arg(long, value_name = "LIST", value_parser = Scenarios::parse)]
+    #[serde(default)]
+    pub scenarios: Option<Scenarios>,
+
+    /// QoS levels, comma-separated, for every scenario where QoS is a choice (fanout, latency,
+    /// many-to-many, shared, retained, persistent): one row per level, side by side
+    /// [default: fanout and many-to-many 0, latency 0,1,2, shared, retained and persistent 1].
+    #[arg(long = "qos", value_delimiter = ',', value_name = "LIST", value_parser = qos)]
+    pub qos: Vec<u8>,
 
     /// Bytes in every message's payload (at least 20: the sequence number, send time and
     /// window are stamped into its first 20 bytes).
@@ -56,9 +75,59 @@ pub struct Opts {
     #[arg(long, default_value = "50", value_parser = subscribers)]
     pub subscribers: usize,
 
-    /// QoS of the fan-out publisher and subscribers.
-    #[arg(long, default_value = "0", value_parser = qos)]
-    pub fanout_qos: u8,
+    /// many-to-many: PUBLISHERSxSUBSCRIBERS; every subscriber takes every topic through one
+    /// wildcard filter (`…/sensors/+/temp`).
+    #[arg(long, default_value = "10x10", value_name = "PxS", value_parser = ManyToMany::parse)]
+    pub many_to_many: ManyToMany,
+
+    /// many-to-many: topics the publishers spread over (`…/sensors/N/temp`).
+    #[arg(long, default_value = "10", value_parser = topics)]
+    pub topics: usize,
+
+    /// shared: consumers in the shared-subscription group (`$share/GROUP/TOPIC`).
+    #[arg(long, default_value = "5", value_parser = subscribers)]
+    pub group: usize,
+
+    /// retained: retained messages published (one per topic) before the new subscriber comes.
+    #[arg(long, default_value = "1000", value_parser = common::human::parse_count)]
+    pub retained: u64,
+
+    /// persistent: how long the subscriber stays away before it resumes its session.
+    #[arg(long, default_value = "2s", value_parser = common::human::parse_duration)]
+    #[serde(rename = "away_s", with = "seconds")]
+    pub away: Duration,
+
+    /// persistent: the paced publish rate while the subscriber comes and goes (the broker must
+    /// queue `rate × away` messages for it: Mosquitto's max_queued_messages is 1000 by default).
+    #[arg(long, default_value = "250", value_parser = common::human::parse_rate)]
+    #[serde(rename = "session_rate_per_s")]
+    pub session_rate: f64,
+
+    /// persistent, MQTT 5: the session expiry interval the subscriber asks for.
+    #[arg(long, default_value = "300s", value_parser = common::human::parse_duration)]
+    #[serde(rename = "session_expiry_s", with = "seconds")]
+    pub session_expiry: Duration,
+
+    /// connect and idle: clients connected in each window.
+    #[arg(long, default_value = "1000", value_parser = common::human::parse_count)]
+    pub clients: u64,
+
+    /// connect and idle: connections started per second (paced; CONNACK latency is measured
+    /// from each connection's intended start).
+    #[arg(long, default_value = "1k", value_parser = common::human::parse_rate)]
+    #[serde(rename = "connect_rate_per_s")]
+    pub connect_rate: f64,
+
+    /// Local addresses client sockets bind to in turn, comma-separated (127.0.0.2,127.0.0.3):
+    /// each gives about 28,000 ephemeral ports toward one broker address.
+    #[arg(long, value_delimiter = ',', value_name = "ADDRS", value_parser = source_addr)]
+    pub source_addrs: Vec<IpAddr>,
+
+    /// Keep-alive every client announces; a quiet client pings after it (idle clients) or
+    /// half of it (the others).
+    #[arg(long, default_value = "60s", value_parser = keep_alive)]
+    #[serde(rename = "keep_alive_s", with = "seconds")]
+    pub keep_alive: Duration,
 
     /// Publish rates of the QoS 0 1→1 sweep, ascending; it stops after the first rate the
     /// broker cannot take in full or delivers with more loss than --max-loss.
@@ -115,82 +184,129 @@ impl Opts {
         if unnamed > 0 && (self.common.targets.len() > 1 || self.broker_pids.len() > 1) {
             bail!("with several brokers, give each --broker-pid a name: --broker-pid NAME=PID");
         }
+        if self.protocols.is_empty() {
+            bail!("--protocol needs at least one of 3.1.1, 5");
+        }
+        let chosen = self.chosen();
+        if chosen.contains(&Scenario::Persistent)
+            && Scenario::Persistent.qos_levels(&self.qos).is_empty()
+        {
+            bail!(
+                "--qos 0 leaves the persistent scenario nothing to run: a session keeps QoS 1 and 2 messages for a client that is away; add 1 or 2"
+            );
+        }
+        if chosen.contains(&Scenario::Persistent) && self.away >= self.common.duration {
+            bail!(
+                "--away {} must be shorter than --duration {}: the subscriber leaves a third of the way into the window and must be back before it ends",
+                common::human::format_duration(self.away),
+                common::human::format_duration(self.common.duration)
+            );
+        }
         Ok(())
     }
+
+    /// The scenarios that run, in order.
+    pub fn chosen(&self) -> Vec<Scenario> {
+        self.scenarios.clone().unwrap_or_default().chosen()
+    }
+
+    /// Keep-alive in whole seconds, as CONNECT carries it.
+    pub fn keep_alive_s(&self) -> u16 {
+        self.keep_alive.as_secs() as u16
+    }
 }
 
-/// The five scenarios of the MQTT section of seed 000.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scenario {
-    /// QoS 1 acked publish throughput, `--inflight` in flight.
-    Qos1,
-    /// One publisher, `--subscribers` subscribers on one topic.
-    Fanout,
-    /// QoS 0 1→1 delivered rate over a publish-rate sweep.
-    Qos0,
-    /// Delivery latency at a paced rate, QoS 0, 1 and 2.
-    Latency,
-    /// QoS 2 acked publish throughput.
-    Qos2,
+/// many-to-many's shape: publishers × subscribers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ManyToMany {
+    pub publishers: usize,
+    pub subscribers: usize,
 }
 
-impl Scenario {
-    pub const ALL: [Scenario; 5] = [
-        Scenario::Qos1,
-        Scenario::Fanout,
-        Scenario::Qos0,
-        Scenario::Latency,
-        Scenario::Qos2,
-    ];
-
-    pub fn parse(text: &str) -> Result<Scenario, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "qos1" => Ok(Scenario::Qos1),
-            "fanout" | "fan-out" => Ok(Scenario::Fanout),
-            "qos0" => Ok(Scenario::Qos0),
-            "latency" => Ok(Scenario::Latency),
-            "qos2" => Ok(Scenario::Qos2),
-            other => Err(format!(
-                "`{other}` is not a scenario; choose from qos1, fanout, qos0, latency, qos2"
-            )),
+impl ManyToMany {
+    pub fn parse(text: &str) -> Result<ManyToMany, String> {
+        let bad = || format!("`{text}` is not PUBLISHERSxSUBSCRIBERS (like 10x10)");
+        let (p, s) = text.trim().split_once(['x', 'X', '×']).ok_or_else(bad)?;
+        let publishers: usize = p.trim().parse().map_err(|_| bad())?;
+        let subscribers: usize = s.trim().parse().map_err(|_| bad())?;
+        if publishers == 0 || subscribers == 0 {
+            return Err(format!(
+                "--many-to-many {text}: needs at least one publisher and one subscriber"
+            ));
         }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            Scenario::Qos1 => "qos1",
-            Scenario::Fanout => "fanout",
-            Scenario::Qos0 => "qos0",
-            Scenario::Latency => "latency",
-            Scenario::Qos2 => "qos2",
+        if publishers * subscribers > 100_000 || publishers + subscribers > 10_000 {
+            return Err(format!(
+                "--many-to-many {text} is more than 10,000 clients or 100,000 routes"
+            ));
         }
+        Ok(ManyToMany {
+            publishers,
+            subscribers,
+        })
     }
 }
 
-impl fmt::Display for Scenario {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.word())
+impl std::fmt::Display for ManyToMany {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.publishers, self.subscribers)
     }
 }
 
-impl Serialize for Scenario {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.word())
+impl Serialize for ManyToMany {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
     }
 }
 
-impl<'de> Deserialize<'de> for Scenario {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scenario, D::Error> {
-        let word = String::deserialize(deserializer)?;
-        Scenario::parse(&word).map_err(serde::de::Error::custom)
+impl<'de> Deserialize<'de> for ManyToMany {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ManyToMany, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ManyToMany::parse(&text).map_err(serde::de::Error::custom)
     }
+}
+
+/// Durations stored as fractional seconds, as every report stores them.
+mod seconds {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        common::options::seconds(d, s)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        common::options::from_seconds(d)
+    }
+}
+
+pub fn topics(text: &str) -> Result<usize, String> {
+    let n = common::human::parse_count(text)?;
+    if n > 100_000 {
+        return Err(format!("--topics {n} is more than 100,000"));
+    }
+    Ok(n as usize)
+}
+
+pub fn keep_alive(text: &str) -> Result<Duration, String> {
+    let d = common::human::parse_duration(text)?;
+    if d.subsec_nanos() != 0 || d.as_secs() > u64::from(u16::MAX) {
+        return Err(format!(
+            "--keep-alive {text} must be whole seconds, at most 65,535"
+        ));
+    }
+    Ok(d)
+}
+
+pub fn source_addr(text: &str) -> Result<IpAddr, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not an IP address (--source-addrs 127.0.0.2,127.0.0.3)"))
 }
 
 pub fn payload_bytes(text: &str) -> Result<usize, String> {
     let bytes = common::human::parse_count(text)? as usize;
     if bytes < STAMP_BYTES {
         return Err(format!(
-            "--payload {bytes} is too small: every message carries a {STAMP_BYTES}-byte stamp (sequence number, send time, window)"
+            "--payload {bytes} is too small: every message carries a {STAMP_BYTES}-byte stamp (sequence number, send time, window, publisher)"
         ));
     }
     if bytes > MAX_PAYLOAD_BYTES {
@@ -217,10 +333,10 @@ pub fn subscribers(text: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("`{text}` is not a number of subscribers"))?;
     if n == 0 {
-        return Err("--subscribers 0: fan-out needs at least one subscriber".into());
+        return Err("0 subscribers: fan-out and shared need at least one".into());
     }
     if n > 10_000 {
-        return Err(format!("--subscribers {n} is more than 10,000"));
+        return Err(format!("{n} subscribers is more than 10,000"));
     }
     Ok(n as usize)
 }
@@ -253,7 +369,7 @@ mod tests {
 
     #[test]
     fn values_outside_their_range_are_refused() {
-        assert!(payload_bytes("19").unwrap_err().contains("stamp"));
+        assert!(payload_bytes("23").unwrap_err().contains("stamp"));
         assert_eq!(payload_bytes("1k"), Ok(1_000));
         assert!(payload_bytes("1G").is_err());
         assert!(inflight("70000").is_err());
@@ -261,8 +377,17 @@ mod tests {
         assert!(qos("3").is_err());
         assert_eq!(fraction("0.1%"), Ok(0.001));
         assert!(fraction("1").is_err());
-        assert_eq!(Scenario::parse("Fan-Out"), Ok(Scenario::Fanout));
-        assert!(Scenario::parse("qos3").is_err());
+        assert_eq!(
+            ManyToMany::parse("4x25"),
+            Ok(ManyToMany {
+                publishers: 4,
+                subscribers: 25
+            })
+        );
+        assert!(ManyToMany::parse("0x3").is_err());
+        assert!(ManyToMany::parse("ten").is_err());
+        assert!(keep_alive("1.5s").is_err());
+        assert!(source_addr("127.0.0.2").is_ok() && source_addr("nowhere").is_err());
     }
 
     #[test]
@@ -275,6 +400,12 @@ mod tests {
             "m=42",
             "--scenarios",
             "qos1,fanout",
+            "--protocol",
+            "3.1.1,5",
+            "--qos",
+            "0,1",
+            "--source-addrs",
+            "127.0.0.2,127.0.0.3",
             "--sweep",
             "5k,20k",
             "--duration",
@@ -287,7 +418,12 @@ mod tests {
         let back: Opts = serde_json::from_value(stored.clone()).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), stored);
         assert_eq!(back.broker_pids[0].pid, 42);
-        assert_eq!(back.scenarios, [Scenario::Qos1, Scenario::Fanout]);
+        assert_eq!(back.chosen(), [Scenario::Qos1, Scenario::Fanout]);
+        assert_eq!(back.protocols, [Protocol::V311, Protocol::V5]);
+        assert_eq!(stored["protocols"], serde_json::json!(["3.1.1", "5"]));
+        assert_eq!(stored["many_to_many"], "10x10");
+        assert_eq!(stored["keep_alive_s"], 60.0);
+        assert_eq!(back.source_addrs.len(), 2);
         assert_eq!(back.common.duration, std::time::Duration::from_secs(2));
     }
 }

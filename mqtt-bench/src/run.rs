@@ -1,21 +1,24 @@
-//! One run of mqtt-bench, as its phases: plan (check every input before anything is sent) →
-//! reach (or start) every broker, read what it says about itself and verify a round trip →
-//! warm up and measure every row, brokers interleaved in alternating order → record each cell
-//! as it is measured → render, on common's run lifecycle.
+//! One run of mqtt-bench, as its phases: plan (check every input before anything is sent, raise
+//! the file-descriptor limit and check the run fits in it and in the ephemeral ports) → reach
+//! (or start) every broker, read what it says about itself and verify a round trip in each
+//! protocol → warm up and measure every row, systems and QoS levels interleaved in alternating
+//! order → record each cell as it is measured → render, on common's run lifecycle.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use common::protocol::schedule;
+use anyhow::bail;
+use common::options::TargetSpec;
 use common::results::SystemInfo;
 use common::run::{Begin, Lifecycle, Summary, Tool};
 
 use crate::measure::{self, Windows};
 use crate::opts::Opts;
+use crate::os::{self, FdLimit};
 use crate::report::{self, MqttReport};
 use crate::systems;
-use crate::workloads;
+use crate::workloads::{self, Baselines, Row};
 
 const TOOL: Tool = Tool {
     name: "mqtt-bench",
@@ -23,35 +26,50 @@ const TOOL: Tool = Tool {
     suite: "brokers",
 };
 
-/// Runs every chosen scenario against every broker. Bad input fails before anything is sent.
+/// Runs every chosen scenario against every system. Bad input fails before anything is sent.
 pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let opts = opts.with_brokers_as_targets();
     opts.validate()?;
     let specs = systems::specs(&opts.common.targets)?;
     let rows = workloads::rows(&opts);
+    let fd = plan(&opts, &rows, &specs)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, &opts, interrupt)?;
     let run_tag = measure::run_tag();
     let prepared = systems::prepare(&opts, &specs, &run_tag, lifecycle.progress()).await;
-    let (brokers, reference) = match prepared {
+    let (systems, reference) = match prepared {
         Ok(prepared) => prepared,
         Err(e) => return Err(lifecycle.abandon(e)),
     };
-    let systems: Vec<SystemInfo> = brokers.iter().map(|b| b.info.clone()).collect();
+    let infos: Vec<SystemInfo> = systems.iter().map(|s| s.broker.info.clone()).collect();
     let mut run = lifecycle.begin(Begin {
         section: format!(
-            "{}-byte payloads, clean sessions, client and brokers on one machine (loopback)",
-            opts.payload_bytes
+            "{}-byte payloads, {}, {} on one machine",
+            opts.payload_bytes,
+            opts.protocols
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" and "),
+            if infos
+                .iter()
+                .any(|s| s.location == common::results::Location::Remote)
+            {
+                "client here, some brokers on other hosts"
+            } else {
+                "client and brokers"
+            }
         ),
-        notes: report::notes(&opts, &systems),
-        systems,
+        notes: report::notes(&opts, &infos, &fd),
+        systems: infos,
         reference: Some(reference),
         data: None,
     })?;
-    let endpoint = &brokers[0].link.endpoint;
-    run.report
-        .extra
-        .insert("client".into(), measure::client_capacities(&opts, endpoint));
-    let mut slots = measure::slots(&opts, &brokers, &rows);
+    let endpoint = &systems[0].broker.link.endpoint;
+    run.report.extra.insert(
+        "client".into(),
+        measure::client_capacities(&opts, endpoint, &fd),
+    );
+    let mut slots = measure::slots(&opts, &systems, &rows);
     for slot in slots.iter().flatten() {
         run.report.upsert_cell(slot.cell());
     }
@@ -62,24 +80,61 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
         epoch: Instant::now(),
         payload: measure::payload(&opts).into(),
         next_window: 0,
+        baselines: Baselines::default(),
     };
     let common = &opts.common;
-    for step in schedule(rows.len(), brokers.len(), common.warmup, common.rounds) {
+    for (row, round, system) in measure::steps(&rows, systems.len(), common.warmup, common.rounds) {
         if run.interrupted() {
             break;
         }
-        let slot = &mut slots[step.workload][step.system];
+        let slot = &mut slots[row][system];
         if !slot.is_live() {
             continue;
         }
-        let (row, broker) = (&rows[step.workload], &brokers[step.system]);
         windows
-            .round(row, broker, step.round, slot, run.progress())
+            .round(&rows[row], &systems[system], round, slot, run.progress())
             .await;
         run.record(slot.cell())?;
     }
     run.report
         .extra
-        .insert("brokers".into(), measure::after_run(&brokers));
+        .insert("brokers".into(), measure::after_run(&systems));
     run.finish(&MqttReport)
+}
+
+/// What the machine must allow before anything is sent: source addresses that can be bound
+/// here, file descriptors for the largest window (the soft limit is raised to the hard one
+/// first) and ephemeral ports for the connections of each source address.
+fn plan(opts: &Opts, rows: &[Row], specs: &[TargetSpec]) -> anyhow::Result<FdLimit> {
+    systems::check_source_addrs(&opts.source_addrs)?;
+    let fd = os::raise_fd_limit();
+    let largest = rows
+        .iter()
+        .map(|r| u64::from(r.clients(opts)))
+        .max()
+        .unwrap_or(0);
+    // The embedded broker holds the other end of every connection in this same process.
+    let ends = if specs.iter().any(|s| s.scheme() == "embedded") {
+        2
+    } else {
+        1
+    };
+    if largest * ends > fd.connections() {
+        bail!(
+            "a window of {largest} clients needs {} file descriptors; this process may open {} (hard limit {}; {})",
+            largest * ends + os::FD_RESERVE,
+            fd.soft,
+            fd.hard,
+            fd.note.unwrap_or("")
+        );
+    }
+    let sources = opts.source_addrs.len().max(1) as u64;
+    let ports = os::ephemeral_ports();
+    if largest.div_ceil(sources) > ports {
+        bail!(
+            "a window of {largest} clients needs {} ephemeral ports per source address, more than the {ports} of ip_local_port_range; spread them with --source-addrs 127.0.0.2,127.0.0.3,… (each local address gives {ports} more)",
+            largest.div_ceil(sources)
+        );
+    }
+    Ok(fd)
 }

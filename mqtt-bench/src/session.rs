@@ -1,36 +1,62 @@
 //! How the run talks to a broker, below both targets and workloads: the endpoint every client
 //! connects with, what a window needs of a broker ([`Link`]), one measured window with the
-//! broker's CPU and memory sampled around it, and the two control exchanges made before any
-//! clock starts (reading `$SYS/broker/version`, and a round trip of the run's payload).
+//! broker's CPU and memory sampled around it, and the control exchanges made before any clock
+//! starts (reading the broker's `$SYS` topics, and a round trip of the run's payload).
 
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use common::procstat::{Probe, Sampler, Usage};
 
 use crate::engine::{WindowResult, WindowSpec, run_window};
-use crate::message::{read_stamp, stamp};
-use crate::protocol::codec::{self, kind};
-use crate::protocol::conn::{Conn, ConnError, Endpoint};
+use crate::message::{Stamp, read_stamp, stamp};
+use crate::protocol::codec::{self, Ack, ConnAckInfo, Incoming, Protocol, PublishTemplate};
+use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint};
 
 /// How long connecting, subscribing and the verification round trip may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest packet mqtt-bench accepts from a broker.
 pub const MAX_PACKET_BYTES: usize = codec::MAX_REMAINING_LEN;
-/// Keep-alive announced in every CONNECT; quiet clients ping at half of it.
-pub const KEEP_ALIVE_S: u16 = 60;
-/// How long to wait for a retained `$SYS/broker/version`.
+/// How long to wait for the retained `$SYS` topics.
 const SYS_WAIT: Duration = Duration::from_millis(1500);
+/// The `$SYS` topics brokers publish their version on: Mosquitto's (and mochi-mqtt's), and
+/// EMQX's per node.
+pub const SYS_TOPICS: [&str; 2] = ["$SYS/broker/version", "$SYS/brokers/+/version"];
 
-/// Where every client of the run connects, as whom, with the run's client limits.
-pub fn endpoint(addr: String, username: Option<String>, password: Option<String>) -> Endpoint {
-    Endpoint {
-        addr,
-        username,
-        password,
+/// What an endpoint is made from.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub protocol: Protocol,
+    pub keep_alive_s: u16,
+    pub source_addrs: Arc<[IpAddr]>,
+}
+
+/// Where every client of the run connects, as whom, with the run's client limits; the
+/// broker's address is resolved once, here.
+pub fn endpoint(addr: String, client: &Client) -> Result<Endpoint, ConnError> {
+    let socket_addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|source| ConnError::Unreachable {
+            addr: addr.as_str().into(),
+            source,
+        })?
+        .collect();
+    Ok(Endpoint {
+        addr: addr.into(),
+        socket_addrs: socket_addrs.into(),
+        username: client.username.clone(),
+        password: client.password.clone(),
+        protocol: client.protocol,
         handshake_timeout: HANDSHAKE_TIMEOUT,
         max_packet_bytes: MAX_PACKET_BYTES,
-        keep_alive_s: KEEP_ALIVE_S,
-    }
+        keep_alive_s: client.keep_alive_s,
+        source_addrs: client.source_addrs.clone(),
+    })
 }
 
 /// What a measured window needs of a broker: where its clients connect and how its CPU and
@@ -39,140 +65,203 @@ pub fn endpoint(addr: String, username: Option<String>, password: Option<String>
 pub struct Link {
     pub endpoint: Endpoint,
     pub probe: Option<Probe>,
-    /// Whether the broker runs inside this process (its CPU then comes out of the client's).
+    /// Whether the broker runs inside this process (its memory is then the client's too).
     pub in_process: bool,
+    /// What the broker announced in its CONNACK when it was verified (MQTT 5 limits).
+    pub connack: ConnAckInfo,
 }
 
 /// A window with what it cost.
 pub struct Measured {
     pub result: WindowResult,
     pub usage: Usage,
+    /// The client's own CPU: its lanes' threads.
     pub client_cpu_ns: u64,
 }
 
 /// Runs one window on `link` with the broker's CPU and memory sampled through it.
-pub async fn measure(link: &Link, spec: WindowSpec) -> Result<Measured, String> {
+pub async fn measure(link: &Link, spec: WindowSpec) -> Result<Measured, ConnError> {
     let sampler = link.probe.clone().map(Sampler::start);
     let result = run_window(spec).await;
     let usage = sampler.map(Sampler::finish).unwrap_or_default();
     let result = result?;
-    // An in-process broker's CPU is inside this process's: the client's is what remains.
-    let client_cpu_ns = match (link.in_process, usage.cpu_ns) {
-        (true, Some(broker)) => result.process_cpu_ns.saturating_sub(broker),
-        _ => result.process_cpu_ns,
-    };
     Ok(Measured {
+        client_cpu_ns: result.lanes.cpu_ns,
         result,
         usage,
-        client_cpu_ns,
     })
 }
 
-/// What a broker says about itself over MQTT: the retained `$SYS/broker/version`, when it
-/// publishes one (Mosquitto and mochi-mqtt do; RabbitMQ does not). A broker that refuses the
-/// connection is an error; one that refuses or drops the `$SYS` subscription publishes none.
-pub async fn sys_version(
+/// What a broker says about itself over MQTT before any clock starts: the retained `$SYS`
+/// topics it publishes ([`SYS_TOPICS`], by topic), and what its CONNACK announced. A broker
+/// that refuses the connection is an error; one that refuses or drops the `$SYS`
+/// subscription publishes nothing.
+pub async fn describe(
     endpoint: &Endpoint,
     client_id: &str,
-) -> Result<Option<String>, ConnError> {
-    let mut conn = Conn::connect(endpoint, client_id).await?;
-    let version = read_sys_version(&mut conn, endpoint).await.unwrap_or(None);
+) -> Result<(BTreeMap<String, String>, ConnAckInfo), ConnError> {
+    let (mut conn, handshake) =
+        Conn::connect(endpoint, &ConnectOptions::clean(client_id, 0)).await?;
+    let topics = read_sys(&mut conn, endpoint).await.unwrap_or_default();
     conn.disconnect().await;
-    Ok(version)
+    Ok((topics, *handshake.connack))
 }
 
-async fn read_sys_version(
+async fn read_sys(
     conn: &mut Conn,
     endpoint: &Endpoint,
-) -> Result<Option<String>, ConnError> {
-    conn.subscribe("$SYS/broker/version", 0, endpoint.handshake_timeout)
-        .await?;
+) -> Result<BTreeMap<String, String>, ConnError> {
+    let filters: Vec<(&str, u8)> = SYS_TOPICS.iter().map(|t| (*t, 0)).collect();
+    // A broker may refuse one filter (a wildcard under $SYS) and accept the other: ask one
+    // at a time.
+    for filter in filters {
+        if conn
+            .subscribe(&[filter], endpoint.handshake_timeout)
+            .await
+            .is_err()
+        {
+            return Ok(BTreeMap::new());
+        }
+    }
+    let mut found = BTreeMap::new();
     let deadline = Instant::now() + SYS_WAIT;
     while let Ok(filled) = tokio::time::timeout_at(deadline.into(), conn.fill()).await {
         filled?;
-        while let Some(frame) = conn.next_frame()? {
-            if frame.kind != kind::PUBLISH {
-                continue;
-            }
-            if let Ok(publish) = codec::decode_publish(conn.body(&frame), frame.qos())
-                && publish.topic == b"$SYS/broker/version"
-            {
-                return Ok(Some(
-                    String::from_utf8_lossy(publish.payload).trim().to_owned(),
-                ));
+        while let Some(packet) = conn.next_packet()? {
+            if let Incoming::Publish(p) = packet {
+                let topic = String::from_utf8_lossy(&p.topic).into_owned();
+                let text = String::from_utf8_lossy(&p.payload).trim().to_owned();
+                found.insert(topic, text);
             }
         }
+        if found.contains_key(SYS_TOPICS[0]) {
+            break;
+        }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// Sends one message of the run's payload size at QoS 1 through the broker and checks it comes
 /// back intact: proof that the broker routes, acknowledges and accepts payloads this large,
-/// before any clock starts.
+/// before any clock starts. Returns what the publisher's CONNACK announced.
 pub async fn verify_round_trip(
     endpoint: &Endpoint,
     topic: &str,
     payload_bytes: usize,
     client_prefix: &str,
-) -> Result<(), String> {
-    let too_large = |e: ConnError| {
-        format!(
-            "{e} after being sent a {payload_bytes}-byte message; does the broker accept payloads this large? (Mosquitto: max_packet_size / message_size_limit)"
-        )
+) -> Result<ConnAckInfo, ConnError> {
+    let too_large = |e: ConnError| match e {
+        ConnError::Closed { addr, context } => ConnError::Closed {
+            addr,
+            context: format!(
+                "{context} after being sent a {payload_bytes}-byte message; does the broker accept payloads this large? (Mosquitto: max_packet_size / message_size_limit)"
+            ),
+        },
+        e => e,
     };
-    let mut sub = Conn::connect(endpoint, &format!("{client_prefix}-verify-s"))
-        .await
-        .map_err(|e| e.to_string())?;
-    sub.subscribe(topic, 1, endpoint.handshake_timeout)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut publisher = Conn::connect(endpoint, &format!("{client_prefix}-verify-p"))
-        .await
-        .map_err(|e| e.to_string())?;
+    let (mut sub, _) = Conn::connect(
+        endpoint,
+        &ConnectOptions::clean(&format!("{client_prefix}-verify-s"), 1),
+    )
+    .await?;
+    sub.subscribe(&[(topic, 1)], endpoint.handshake_timeout)
+        .await?;
+    let (mut publisher, handshake) = Conn::connect(
+        endpoint,
+        &ConnectOptions::clean(&format!("{client_prefix}-verify-p"), 0),
+    )
+    .await?;
+    if let Some(max) = handshake.connack.max_packet_size
+        && payload_bytes + topic.len() + 16 > max as usize
+    {
+        return Err(ConnError::TooLarge {
+            addr: endpoint.addr.clone(),
+            what: "payloads this large",
+            detail: format!(
+                "its CONNACK announces a maximum packet size of {max} bytes, less than a {payload_bytes}-byte message needs"
+            ),
+        });
+    }
     let mut payload = vec![0x5a; payload_bytes];
-    stamp(&mut payload, 0, 0, u32::MAX);
-    codec::encode_publish_header(&mut publisher.wbuf, topic.as_bytes(), 1, 1, payload.len());
-    publisher.wbuf.extend_from_slice(&payload);
+    let mark = Stamp {
+        seq: 0,
+        sent_ns: 0,
+        window: u32::MAX,
+        publisher: 0,
+    };
+    stamp(&mut payload, mark);
+    let payload = Bytes::from(payload);
+    let mut template =
+        PublishTemplate::new(endpoint.protocol, topic, 1, false, payload.clone(), None);
+    template
+        .encode(&mut publisher.wbuf, 1)
+        .map_err(|source| ConnError::Codec {
+            addr: endpoint.addr.clone(),
+            source,
+        })?;
     publisher.flush().await.map_err(too_large)?;
-    let ack = wait_for(&mut publisher, kind::PUBACK)
+    match wait_for(&mut publisher, |p| matches!(p, Incoming::Ack { .. }))
+        .await
+        .map_err(too_large)?
+    {
+        None => {
+            return Err(ConnError::Silent {
+                addr: endpoint.addr.clone(),
+                waited: HANDSHAKE_TIMEOUT,
+                what: "a PUBACK for a QoS 1 test message",
+            });
+        }
+        Some(Incoming::Ack { code, .. }) if code >= 0x80 => {
+            return Err(ConnError::Unsupported {
+                addr: endpoint.addr.clone(),
+                what: "the test message",
+                detail: format!(
+                    "it refused it with {}",
+                    crate::protocol::reason::describe(code)
+                ),
+            });
+        }
+        Some(_) => {}
+    }
+    let delivered = wait_for(&mut sub, |p| matches!(p, Incoming::Publish(_)))
         .await
         .map_err(too_large)?;
-    if ack.is_none() {
-        return Err(format!(
-            "{} did not acknowledge a QoS 1 message within {HANDSHAKE_TIMEOUT:?}",
-            endpoint.addr
-        ));
-    }
-    let delivered = wait_for(&mut sub, kind::PUBLISH).await.map_err(too_large)?;
-    let intact = delivered.is_some_and(|body| {
-        codec::decode_publish(&body, 1).is_ok_and(|p| {
-            p.payload == payload.as_slice() && read_stamp(p.payload) == Some((0, 0, u32::MAX))
-        })
-    });
+    let intact = matches!(&delivered, Some(Incoming::Publish(p))
+        if p.payload == payload && read_stamp(&p.payload) == Some(mark));
     publisher.disconnect().await;
     sub.disconnect().await;
     if !intact {
-        return Err(format!(
-            "{} did not deliver a {payload_bytes}-byte QoS 1 test message intact to its subscriber",
-            endpoint.addr
-        ));
+        return Err(ConnError::Unexpected {
+            addr: endpoint.addr.clone(),
+            what: format!(
+                "delivery: a {payload_bytes}-byte QoS 1 test message did not reach its subscriber intact"
+            ),
+        });
     }
-    Ok(())
+    Ok(*handshake.connack)
 }
 
-/// Waits for a packet of `wanted` kind (answering a QoS 1 delivery with its PUBACK) and
-/// returns its body.
-async fn wait_for(conn: &mut Conn, wanted: u8) -> Result<Option<Vec<u8>>, ConnError> {
+/// Waits for a packet `wanted` accepts (answering a QoS 1 delivery with its PUBACK) and
+/// returns it; `None` after the handshake timeout.
+async fn wait_for(
+    conn: &mut Conn,
+    wanted: impl Fn(&Incoming) -> bool,
+) -> Result<Option<Incoming>, ConnError> {
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let protocol = conn.protocol();
     loop {
-        while let Some(frame) = conn.next_frame()? {
-            if frame.kind == kind::PUBLISH && frame.qos() == 1 {
-                let id = codec::decode_publish(conn.body(&frame), 1).map_or(0, |p| p.packet_id);
-                codec::encode_ack(&mut conn.wbuf, kind::PUBACK, id);
+        while let Some(packet) = conn.next_packet()? {
+            if let Incoming::Publish(p) = &packet
+                && p.qos == 1
+            {
+                codec::encode_ack(&mut conn.wbuf, protocol, Ack::PubAck, p.pkid);
                 conn.flush().await?;
             }
-            if frame.kind == wanted {
-                return Ok(Some(conn.body(&frame).to_vec()));
+            if let Incoming::Disconnect { code } = packet {
+                return Err(conn.disconnected(code));
+            }
+            if wanted(&packet) {
+                return Ok(Some(packet));
             }
         }
         match tokio::time::timeout_at(deadline.into(), conn.fill()).await {
@@ -180,4 +269,12 @@ async fn wait_for(conn: &mut Conn, wanted: u8) -> Result<Option<Vec<u8>>, ConnEr
             Err(_) => return Ok(None),
         }
     }
+}
+
+/// Clears a persistent session the run made: a clean connect with its client identifier,
+/// then a disconnect, so the broker keeps nothing of the run.
+pub async fn clear_session(endpoint: &Endpoint, client_id: &str) -> Result<(), ConnError> {
+    let (conn, _) = Conn::connect(endpoint, &ConnectOptions::clean(client_id, 0)).await?;
+    conn.disconnect().await;
+    Ok(())
 }

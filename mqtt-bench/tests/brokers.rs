@@ -76,9 +76,9 @@ fn every_scenario_runs_against_mosquitto_and_the_embedded_broker_interleaved() {
             "qos1 acked publish, 64 in flight",
             "fan-out 1→20, qos0",
             "qos0 delivered 1→1",
-            "latency qos0 @ 2,000/s",
-            "latency qos1 @ 2,000/s",
-            "latency qos2 @ 2,000/s",
+            "latency @ 2,000/s, qos0",
+            "latency @ 2,000/s, qos1",
+            "latency @ 2,000/s, qos2",
             "qos2 acked publish, 64 in flight"
         ]
     );
@@ -239,7 +239,7 @@ fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
             &url,
             "--scenarios",
             "fanout",
-            "--fanout-qos",
+            "--qos",
             "1",
             "--rounds",
             "1",

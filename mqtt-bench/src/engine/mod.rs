@@ -1,42 +1,71 @@
 //! One measured window against one broker: every client connects and subscribes before the
-//! clock starts, one publisher and N subscribers run on the per-core lanes, the subscribers
-//! drain what was sent, and their ledgers and histograms are merged once at the end.
+//! clock starts, P publishers and S subscribers run on the per-core lanes, the subscribers
+//! drain what was sent, and their ledgers and histograms are merged once at the end. Beside it,
+//! the lanes' own CPU time (what the client cost), and the connection storms of [`storm`].
 
+pub mod lanes;
 pub mod publisher;
+pub mod retained;
+pub mod shared;
+pub mod storm;
 pub mod subscriber;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::cputime::process_cpu_ns;
+use bytes::Bytes;
 use common::lanes::Lanes;
 use common::recorder::Recorder;
 
+use self::lanes::LaneClock;
 use self::publisher::{Publisher, PublisherReport};
+pub use self::shared::Shared;
 use self::subscriber::{Subscriber, SubscriberReport};
-use crate::message::Delivery;
-use crate::protocol::conn::{Conn, Endpoint};
+use crate::message::{Delivery, Ledger};
+use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint, Session};
 
 /// How long before the window opens the clients are started, so they begin together.
 const START_LEAD: Duration = Duration::from_millis(5);
+
+/// How the subscribers of a window are owed the messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owed {
+    /// Every subscriber is owed every message (fan-out, wildcards).
+    Each,
+    /// The subscribers are one shared-subscription group: each message is owed once to the
+    /// group, whichever member gets it.
+    Group,
+}
+
+/// A subscriber that leaves for a while and resumes its session (persistent sessions).
+#[derive(Debug, Clone, Copy)]
+pub struct Away {
+    /// How far into the window it disconnects.
+    pub after: Duration,
+    /// How long it stays away.
+    pub away: Duration,
+}
 
 /// Everything one window needs to know.
 #[derive(Debug, Clone)]
 pub struct WindowSpec {
     pub endpoint: Endpoint,
-    /// The topic of this window alone (inside the run's prefix), so no message of another
-    /// window can be counted in it.
-    pub topic: String,
+    /// One topic per publisher (inside the run's prefix and this window alone, so no message
+    /// of another window can be counted in it).
+    pub pub_topics: Vec<String>,
+    /// One filter per subscriber (a topic, a wildcard, or `$share/GROUP/…`).
+    pub sub_filters: Vec<String>,
+    pub owed: Owed,
     pub pub_qos: u8,
     pub sub_qos: u8,
-    pub subscribers: usize,
-    /// Most QoS 1/2 messages the publisher leaves unacknowledged.
+    /// Most QoS 1/2 messages a publisher leaves unacknowledged (lowered to the broker's
+    /// receive maximum when it announces one).
     pub inflight: usize,
     /// The payload every message carries (its first bytes are overwritten by the stamp).
-    pub payload: Arc<[u8]>,
+    pub payload: Bytes,
     pub duration: Duration,
-    /// Open-loop publish rate; `None` publishes as fast as the broker takes messages.
+    /// Open-loop publish rate across all publishers; `None` publishes as fast as the broker
+    /// takes messages.
     pub rate_per_s: Option<f64>,
     /// Open loop: yield instead of sleeping for waits under 2 ms (the latency scenario).
     pub precise_pacing: bool,
@@ -44,90 +73,42 @@ pub struct WindowSpec {
     pub ceiling: Duration,
     /// Subscribers stop waiting for missing messages after this long with none arriving.
     pub drain_quiet: Duration,
-    /// Closed loop: most messages the publisher may be ahead of the slowest subscriber, so
-    /// a broker's queues stay bounded and latency stays a measure of the broker, not of a
-    /// backlog the client piled up. `None`: no bound.
+    /// Closed loop: most messages the publishers may be ahead of the slowest subscriber (or
+    /// of the group), so a broker's queues stay bounded and latency stays a measure of the
+    /// broker, not of a backlog the client piled up. `None`: no bound.
     pub backlog: Option<u64>,
+    /// MQTT 5: publishers send under a topic alias when the broker allows one.
+    pub topic_alias: bool,
+    /// The subscribers' session (persistent sessions ask for one that outlives a disconnect).
+    pub session: Session,
+    pub away: Option<Away>,
     pub window_id: u32,
-    /// Client identifiers are `{client_prefix}-p` and `{client_prefix}-sN`.
+    /// Client identifiers are `{client_prefix}-pN` and `{client_prefix}-sN`.
     pub client_prefix: String,
-    /// Stamps count nanoseconds from here (the same clock for publisher and subscribers).
+    /// Stamps count nanoseconds from here (the same clock for publishers and subscribers).
     pub epoch: Instant,
 }
 
-/// What the window's tasks share: set rarely (once or twice per window), read by the
-/// subscribers when idle.
-#[derive(Debug)]
-pub struct Shared {
-    start: Instant,
-    /// The publisher's final count once it has written everything; `u64::MAX` before.
-    sent: AtomicU64,
-    /// Nanoseconds from `start` at which the publisher finished; meaningful once `sent` is set.
-    done_ns: AtomicU64,
-    aborted: AtomicBool,
-    /// Per subscriber: distinct messages received so far (updated once per read).
-    progress: Vec<AtomicU64>,
-}
-
-impl Shared {
-    fn new(start: Instant, subscribers: usize) -> Shared {
-        Shared {
-            start,
-            sent: AtomicU64::new(u64::MAX),
-            done_ns: AtomicU64::new(0),
-            aborted: AtomicBool::new(false),
-            progress: (0..subscribers).map(|_| AtomicU64::new(0)).collect(),
-        }
+impl WindowSpec {
+    pub fn publishers(&self) -> usize {
+        self.pub_topics.len()
     }
 
-    pub fn report_progress(&self, subscriber: usize, distinct: u64) {
-        self.progress[subscriber].store(distinct, Ordering::Relaxed);
+    pub fn subscribers(&self) -> usize {
+        self.sub_filters.len()
     }
 
-    /// The distinct count of the slowest subscriber.
-    pub fn slowest_progress(&self) -> u64 {
-        self.progress
-            .iter()
-            .map(|p| p.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(u64::MAX)
-    }
-
-    pub fn publisher_done(&self, sent: u64) {
-        if self.sent.load(Ordering::Acquire) == u64::MAX {
-            self.done_ns
-                .store(self.since_start().as_nanos() as u64, Ordering::Release);
-            self.sent.store(sent, Ordering::Release);
-        }
-    }
-
-    pub fn sent(&self) -> Option<u64> {
-        let sent = self.sent.load(Ordering::Acquire);
-        (sent != u64::MAX).then_some(sent)
-    }
-
-    pub fn since_publisher_done(&self) -> Duration {
-        if self.sent().is_none() {
-            return Duration::ZERO;
-        }
-        let done = Duration::from_nanos(self.done_ns.load(Ordering::Acquire));
-        self.since_start().saturating_sub(done)
-    }
-
-    pub fn since_start(&self) -> Duration {
-        Instant::now().saturating_duration_since(self.start)
-    }
-
-    pub fn aborted(&self) -> bool {
-        self.aborted.load(Ordering::Relaxed)
+    pub fn subscriber_id(&self, index: usize) -> String {
+        format!("{}-s{index}", self.client_prefix)
     }
 }
 
 /// The merged result of one window.
 #[derive(Debug, Clone)]
 pub struct WindowResult {
+    /// Every publisher's report, merged: counts summed, histograms pooled.
     pub publisher: PublisherReport,
-    /// Summed over subscribers (each subscriber is owed every message sent).
+    /// Summed over subscribers (each owed every message), or once for a group.
     pub delivery: Delivery,
     /// Delivery latency of every first copy, all subscribers.
     pub recorder: Recorder,
@@ -137,9 +118,17 @@ pub struct WindowResult {
     pub error: Option<String>,
     /// Clients still busy when the ceiling passed (abandoned).
     pub stuck: usize,
-    /// This process's CPU time during the window (all threads).
-    pub process_cpu_ns: u64,
+    /// The client's own CPU during the window: its lanes' threads.
+    pub lanes: lanes::LaneUsage,
     pub clients: usize,
+    /// Distinct messages each subscriber received, in order (a group's balance).
+    pub per_subscriber: Vec<u64>,
+    /// Persistent sessions: what the resumed session looked like.
+    pub resumed: Vec<subscriber::Resumed>,
+    /// Whether the publishers sent under a topic alias.
+    pub topic_alias: bool,
+    /// The in-flight window the publishers kept (after the broker's receive maximum).
+    pub inflight: usize,
 }
 
 impl WindowResult {
@@ -157,73 +146,88 @@ impl WindowResult {
         self.publisher.acked as f64 / self.publisher.ack_elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// Messages written per second while the publisher was sending.
+    /// Messages written per second while the publishers were sending.
     pub fn accepted_per_s(&self) -> f64 {
         self.publisher.sent as f64 / self.publisher.send_elapsed.as_secs_f64().max(1e-9)
     }
 }
 
 /// Connects the clients (before any clock), runs the window, and merges what they measured.
-/// An `Err` means the window could not start (a client could not connect or subscribe).
-pub async fn run_window(spec: WindowSpec) -> Result<WindowResult, String> {
+/// An `Err` means the window could not start (a client could not connect or subscribe); it
+/// keeps the connection error, so a refusal can be told apart.
+pub async fn run_window(spec: WindowSpec) -> Result<WindowResult, ConnError> {
     let spec = Arc::new(spec);
     let lanes = Lanes::shared();
-    let mut subscribers = Vec::with_capacity(spec.subscribers);
-    for index in 0..spec.subscribers {
+    let publishers = spec.publishers();
+    let mut pending = Vec::with_capacity(spec.subscribers());
+    for index in 0..spec.subscribers() {
         let spec = spec.clone();
-        // The publisher takes lane 0; subscribers fill the lanes from the next one.
-        let lane = index + 1;
-        let conn = lanes.spawn(lane, async move {
-            let id = format!("{}-s{index}", spec.client_prefix);
-            let mut conn = Conn::connect(&spec.endpoint, &id).await?;
-            conn.subscribe(&spec.topic, spec.sub_qos, spec.endpoint.handshake_timeout)
+        // Publishers take the first lanes; subscribers fill the lanes after them.
+        let lane = publishers + index;
+        pending.push(lanes.spawn(lane, async move {
+            let id = spec.subscriber_id(index);
+            let options = ConnectOptions {
+                session: spec.session,
+                ..ConnectOptions::clean(&id, publishers + index)
+            };
+            let (mut conn, _) = Conn::connect(&spec.endpoint, &options).await?;
+            let filter = &spec.sub_filters[index];
+            conn.subscribe(&[(filter, spec.sub_qos)], spec.endpoint.handshake_timeout)
                 .await?;
-            Ok::<Conn, crate::protocol::conn::ConnError>(conn)
+            Ok::<(usize, Conn), ConnError>((lane, conn))
+        }));
+    }
+    let mut subscribers = Vec::with_capacity(pending.len());
+    for handle in pending {
+        subscribers.push(handle.await.map_err(|e| task_failed("a subscriber", e))??);
+    }
+    let mut pub_conns = Vec::with_capacity(publishers);
+    for index in 0..publishers {
+        let spec = spec.clone();
+        let id = format!("{}-p{index}", spec.client_prefix);
+        let handle = lanes.spawn(index, async move {
+            let options = ConnectOptions::clean(&id, index);
+            Conn::connect(&spec.endpoint, &options).await
         });
-        subscribers.push((lane, conn));
+        let (conn, handshake) = handle.await.map_err(|e| task_failed("a publisher", e))??;
+        pub_conns.push((index, conn, handshake.connack));
     }
-    let mut connected = Vec::with_capacity(subscribers.len());
-    for (lane, handle) in subscribers {
-        let conn = handle
-            .await
-            .map_err(|e| format!("a subscriber's task failed: {e}"))?
-            .map_err(|e| e.to_string())?;
-        connected.push((lane, conn));
+    Ok(measure(spec, pub_conns, subscribers).await)
+}
+
+fn task_failed(who: &str, e: tokio::task::JoinError) -> ConnError {
+    ConnError::Unexpected {
+        addr: "mqtt-bench".into(),
+        what: format!("failure: {who}'s task failed ({e})"),
     }
-    let publisher_id = format!("{}-p", spec.client_prefix);
-    let endpoint = spec.endpoint.clone();
-    let publisher_conn = lanes
-        .spawn(
-            0,
-            async move { Conn::connect(&endpoint, &publisher_id).await },
-        )
-        .await
-        .map_err(|e| format!("the publisher's task failed: {e}"))?
-        .map_err(|e| e.to_string())?;
-    Ok(measure(spec, publisher_conn, connected).await)
 }
 
 async fn measure(
     spec: Arc<WindowSpec>,
-    publisher_conn: Conn,
+    publishers: Vec<(usize, Conn, Box<crate::protocol::codec::ConnAckInfo>)>,
     subscribers: Vec<(usize, Conn)>,
 ) -> WindowResult {
     let lanes = Lanes::shared();
-    let clients = subscribers.len() + 1;
-    let cpu_before = process_cpu_ns();
+    let clients = subscribers.len() + publishers.len();
+    let clock = LaneClock::start().await;
     let start = Instant::now() + START_LEAD;
-    let shared = Arc::new(Shared::new(start, subscribers.len()));
-    let expected = spec
-        .rate_per_s
-        .map_or(1 << 16, |r| (r * spec.duration.as_secs_f64()) as u64);
+    let shared = Arc::new(Shared::new(
+        start,
+        publishers.len(),
+        subscribers.len(),
+        spec.owed,
+    ));
+    let expected = spec.rate_per_s.map_or(1 << 16, |r| {
+        (r * spec.duration.as_secs_f64()) as u64 / publishers.len().max(1) as u64
+    });
     let sub_tasks: Vec<_> = subscribers
         .into_iter()
         .enumerate()
         .map(|(index, (lane, conn))| {
             let (spec, shared) = (spec.clone(), shared.clone());
             lanes.spawn(lane, async move {
-                let subscriber = Subscriber::new(conn, &spec, &shared, index, expected);
-                let (conn, report) = subscriber.run().await;
+                let subscriber = Subscriber::new(conn, &spec, &shared, index, expected, lane);
+                let (conn, report) = subscriber.run(start).await;
                 if let Some(conn) = conn {
                     conn.disconnect().await;
                 }
@@ -231,83 +235,119 @@ async fn measure(
             })
         })
         .collect();
-    let (pub_spec, pub_shared) = (spec.clone(), shared.clone());
-    let mut pub_task = lanes.spawn(0, async move {
-        let (conn, report) = Publisher::new(publisher_conn, &pub_spec, &pub_shared)
-            .run(start)
-            .await;
-        if let Some(conn) = conn {
-            conn.disconnect().await;
-        }
-        report
-    });
+    let pub_tasks: Vec<_> = publishers
+        .into_iter()
+        .map(|(index, conn, connack)| {
+            let (spec, shared) = (spec.clone(), shared.clone());
+            lanes.spawn(index, async move {
+                let publisher = Publisher::new(conn, &connack, &spec, &shared, index);
+                let (conn, report) = publisher.run(start).await;
+                if let Some(conn) = conn {
+                    conn.disconnect().await;
+                }
+                report
+            })
+        })
+        .collect();
     let give_up = start + spec.duration + spec.ceiling;
     let mut stuck = 0;
-    let publisher = match tokio::time::timeout_at(give_up.into(), &mut pub_task).await {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => PublisherReport::failed(Some(format!("the publisher's task failed: {e}"))),
-        Err(_) => {
-            pub_task.abort();
-            stuck += 1;
-            PublisherReport::failed(Some("the publisher was still busy at the ceiling".into()))
+    let mut reports = Vec::with_capacity(pub_tasks.len());
+    for (index, mut task) in pub_tasks.into_iter().enumerate() {
+        let report = match tokio::time::timeout_at(give_up.into(), &mut task).await {
+            Ok(Ok(report)) => report,
+            Ok(Err(e)) => {
+                PublisherReport::failed(Some(format!("the publisher's task failed: {e}")))
+            }
+            Err(_) => {
+                task.abort();
+                stuck += 1;
+                PublisherReport::failed(Some("the publisher was still busy at the ceiling".into()))
+            }
+        };
+        // A publisher that failed never said how many it sent; the subscribers then drain.
+        shared.publisher_done(index, report.sent);
+        if report.error.is_some() {
+            shared.abort();
         }
-    };
-    // A publisher that failed never said how many it sent; the subscribers then drain and stop.
-    shared.publisher_done(publisher.sent);
-    if publisher.error.is_some() {
-        shared.aborted.store(true, Ordering::Relaxed);
+        reports.push(report);
     }
-    let mut reports = Vec::with_capacity(sub_tasks.len());
+    let mut sub_reports = Vec::with_capacity(sub_tasks.len());
     for mut task in sub_tasks {
         match tokio::time::timeout_at(give_up.into(), &mut task).await {
-            Ok(Ok(report)) => reports.push(report),
-            Ok(Err(e)) => reports.push(failed_subscriber(format!("a subscriber failed: {e}"))),
+            Ok(Ok(report)) => sub_reports.push(report),
+            Ok(Err(e)) => sub_reports.push(SubscriberReport::failed(
+                format!("a subscriber failed: {e}"),
+                reports.len(),
+            )),
             Err(_) => {
-                shared.aborted.store(true, Ordering::Relaxed);
+                shared.abort();
                 task.abort();
                 stuck += 1;
             }
         }
     }
-    merge(publisher, reports, stuck, clients, cpu_before)
+    let lanes_used = clock.finish(start).await;
+    merge(&spec, reports, sub_reports, stuck, clients, lanes_used)
 }
 
 fn merge(
-    publisher: PublisherReport,
-    reports: Vec<SubscriberReport>,
+    spec: &WindowSpec,
+    publishers: Vec<PublisherReport>,
+    subscribers: Vec<SubscriberReport>,
     stuck: usize,
     clients: usize,
-    cpu_before: u64,
+    lanes: lanes::LaneUsage,
 ) -> WindowResult {
+    let sent: Vec<u64> = publishers.iter().map(|p| p.sent).collect();
     let mut delivery = Delivery::default();
+    match spec.owed {
+        Owed::Each => {
+            for report in &subscribers {
+                for (ledger, sent) in report.ledgers.iter().zip(&sent) {
+                    delivery.add(&ledger.settle(*sent));
+                }
+            }
+        }
+        Owed::Group => {
+            for (p, sent) in sent.iter().enumerate() {
+                let members: Vec<&Ledger> = subscribers
+                    .iter()
+                    .filter_map(|r| r.ledgers.get(p))
+                    .collect();
+                delivery.add(&Ledger::settle_group(&members, *sent));
+            }
+        }
+    }
     let mut recorder = Recorder::new(false);
     let mut last_delivery = Duration::ZERO;
-    let mut error = publisher.error.clone();
-    for report in &reports {
-        delivery.add(&report.ledger.settle(publisher.sent));
+    let mut error = publishers.iter().find_map(|p| p.error.clone());
+    for report in &subscribers {
         recorder.merge(&report.recorder);
         last_delivery = last_delivery.max(report.last_delivery);
         if error.is_none() {
             error.clone_from(&report.error);
         }
     }
+    let topic_alias = publishers.iter().any(|p| p.topic_alias);
+    let inflight = publishers.iter().map(|p| p.inflight).max().unwrap_or(0);
     WindowResult {
-        publisher,
+        publisher: PublisherReport::merge(publishers),
         delivery,
         recorder,
         last_delivery,
         error,
         stuck,
-        process_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
+        lanes,
         clients,
-    }
-}
-
-fn failed_subscriber(error: String) -> SubscriberReport {
-    SubscriberReport {
-        ledger: Default::default(),
-        recorder: Recorder::new(false),
-        last_delivery: Duration::ZERO,
-        error: Some(error),
+        per_subscriber: subscribers
+            .iter()
+            .map(|r| r.ledgers.iter().map(|l| l.distinct).sum())
+            .collect(),
+        resumed: subscribers
+            .iter()
+            .filter_map(|r| r.resumed.clone())
+            .collect(),
+        topic_alias,
+        inflight,
     }
 }

@@ -1,93 +1,234 @@
-//! One MQTT 3.1.1 connection over a tokio `TcpStream`: the handshake (CONNECT → CONNACK),
-//! subscriptions, and the buffered, non-blocking reads and writes the publisher and subscriber
-//! loops build on. One task owns a connection and both of its directions, so nothing is shared.
+//! One MQTT connection (3.1.1 or 5) over a [`Transport`]: the handshake (CONNECT → CONNACK,
+//! with what the broker announced), subscriptions, and the buffered reads and writes the
+//! publisher, subscriber and connection-storm loops build on. One task owns a connection and
+//! both of its directions, so nothing is shared; nothing reconnects behind its owner's back.
 
+use std::future::poll_fn;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use tokio::io::Interest;
-use tokio::net::TcpStream;
+use bytes::BytesMut;
 
-use super::codec::{self, CodecError, ConnectOptions, Frame, kind};
+use super::codec::{self, CodecError, ConnAckInfo, ConnectFields, Incoming, Protocol};
+use super::reason;
+use super::transport::Transport;
 
-/// Bytes read per `read` call; a subscriber at speed takes hundreds of messages per read.
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes a throughput client reads per call: a subscriber at speed takes hundreds of messages
+/// per read.
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Bytes an idle client (connection storms) reserves per read: enough for every control packet,
+/// so ten thousand of them stay small; a larger packet grows the buffer as it arrives.
+pub const IDLE_READ_BYTES: usize = 64;
 
 /// Why a connection could not be used; every message is a complete sentence.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
     #[error("cannot connect to {addr}: {source} — is the broker running?")]
-    Unreachable { addr: String, source: io::Error },
+    Unreachable { addr: Arc<str>, source: io::Error },
     #[error("{addr} did not answer within {waited:?} ({what})")]
     Silent {
-        addr: String,
+        addr: Arc<str>,
         waited: Duration,
         what: &'static str,
     },
-    #[error("{addr} refused the connection: {reason} (CONNACK return code {code})")]
+    #[error("{addr} refused the {protocol} connection: {reason}")]
     Refused {
-        addr: String,
-        code: u8,
-        reason: &'static str,
+        addr: Arc<str>,
+        protocol: Protocol,
+        connack: Box<ConnAckInfo>,
+        reason: String,
     },
-    #[error("{addr} refused the subscription to {filter} (SUBACK 0x80)")]
-    SubscribeRefused { addr: String, filter: String },
+    #[error("{addr} refused the subscription to {filter}: {reason}")]
+    SubscribeRefused {
+        addr: Arc<str>,
+        filter: String,
+        code: u8,
+        reason: String,
+    },
     #[error("{addr} granted QoS {granted} for {filter}, not the QoS {asked} asked for")]
     Downgraded {
-        addr: String,
+        addr: Arc<str>,
         filter: String,
         asked: u8,
         granted: u8,
     },
-    #[error("{addr} closed the connection{context}")]
-    Closed { addr: String, context: String },
-    #[error("{addr}: {source}")]
-    Io { addr: String, source: io::Error },
-    #[error("{addr}: {source}")]
-    Codec { addr: String, source: CodecError },
-    #[error("{addr} sent an unexpected {what} packet (type {kind})")]
-    Unexpected {
-        addr: String,
-        what: &'static str,
-        kind: u8,
+    #[error(
+        "{addr} closed the connection instead of answering the {protocol} CONNECT with a CONNACK{context}"
+    )]
+    NoConnAck {
+        addr: Arc<str>,
+        protocol: Protocol,
+        context: String,
     },
+    #[error("{addr} does not accept {what}: {detail}")]
+    TooLarge {
+        addr: Arc<str>,
+        what: &'static str,
+        detail: String,
+    },
+    #[error("{addr} does not support {what}: {detail}")]
+    Unsupported {
+        addr: Arc<str>,
+        what: &'static str,
+        detail: String,
+    },
+    #[error("{addr} closed the connection{context}")]
+    Closed { addr: Arc<str>, context: String },
+    #[error("{addr} disconnected the client: {}", reason::describe(*.code))]
+    Disconnected { addr: Arc<str>, code: u8 },
+    #[error("{addr}: {source}")]
+    Io { addr: Arc<str>, source: io::Error },
+    #[error("{addr}: {source}")]
+    Codec { addr: Arc<str>, source: CodecError },
+    #[error("{addr} sent an unexpected {what}")]
+    Unexpected { addr: Arc<str>, what: String },
 }
 
-/// Who to connect to and as whom.
+impl ConnError {
+    /// Whether the broker declined the protocol itself: a refused CONNECT, or a connection
+    /// closed in answer to it.
+    pub fn refuses_protocol(&self) -> bool {
+        matches!(
+            self,
+            ConnError::Refused { .. } | ConnError::NoConnAck { .. }
+        )
+    }
+
+    /// Whether the broker declined what was asked (a CONNACK or SUBACK refusal, a downgraded
+    /// QoS, a feature it says it lacks): the system does not do what the scenario needs, which
+    /// is a `refused` cell, not a failure of the run.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ConnError::Refused { .. }
+                | ConnError::SubscribeRefused { .. }
+                | ConnError::Downgraded { .. }
+                | ConnError::Unsupported { .. }
+        )
+    }
+}
+
+/// Who to connect to, as whom, speaking which protocol, with the run's client limits. The TLS
+/// settings of `mqtts://` belong here too, read by [`Transport::connect`].
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    /// `host:port`.
-    pub addr: String,
+    /// `host:port`, for messages.
+    pub addr: Arc<str>,
+    /// What `addr` resolved to, once, when the broker was reached.
+    pub socket_addrs: Arc<[SocketAddr]>,
     pub username: Option<String>,
     pub password: Option<String>,
+    pub protocol: Protocol,
     /// How long connecting, subscribing and unsubscribing may take.
     pub handshake_timeout: Duration,
     /// The largest packet this client accepts from the broker.
     pub max_packet_bytes: usize,
     pub keep_alive_s: u16,
+    /// Local addresses client sockets bind to, in turn (none: the kernel's choice).
+    pub source_addrs: Arc<[IpAddr]>,
+}
+
+impl Endpoint {
+    /// The source address of the `index`-th client.
+    pub fn source(&self, index: usize) -> Option<IpAddr> {
+        (!self.source_addrs.is_empty()).then(|| self.source_addrs[index % self.source_addrs.len()])
+    }
+
+    /// The broker address to connect to from `source` (the same address family).
+    fn target(&self, source: Option<IpAddr>) -> Option<SocketAddr> {
+        let family = |a: &SocketAddr| source.is_none_or(|s| s.is_ipv4() == a.is_ipv4());
+        self.socket_addrs.iter().copied().find(family)
+    }
+}
+
+/// The session a CONNECT asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Session {
+    /// 3.1.1 clean session / 5 clean start.
+    pub clean: bool,
+    /// MQTT 5: seconds the broker keeps the session after a disconnect (3.1.1 keeps a
+    /// non-clean session until it is resumed or cleaned).
+    pub expiry_s: Option<u32>,
+}
+
+impl Session {
+    pub const CLEAN: Session = Session {
+        clean: true,
+        expiry_s: None,
+    };
+}
+
+/// How one client connects.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectOptions<'a> {
+    pub client_id: &'a str,
+    pub session: Session,
+    /// Bytes reserved per read ([`READ_CHUNK_BYTES`] or [`IDLE_READ_BYTES`]).
+    pub read_chunk: usize,
+    /// Which of the endpoint's source addresses this client uses.
+    pub client_index: usize,
+}
+
+impl<'a> ConnectOptions<'a> {
+    /// A throughput client on a clean session.
+    pub fn clean(client_id: &'a str, client_index: usize) -> ConnectOptions<'a> {
+        ConnectOptions {
+            client_id,
+            session: Session::CLEAN,
+            read_chunk: READ_CHUNK_BYTES,
+            client_index,
+        }
+    }
+}
+
+/// How the connection was made: the TCP connect apart from the MQTT handshake.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    pub tcp: Duration,
+    pub connack: Box<ConnAckInfo>,
 }
 
 pub struct Conn {
-    stream: TcpStream,
-    addr: String,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
+    io: Transport,
+    addr: Arc<str>,
+    protocol: Protocol,
+    rbuf: BytesMut,
+    read_chunk: usize,
+    /// Bytes the packet at the front of `rbuf` still lacks.
+    needed: usize,
     /// Bytes to send; `wstart` is how far they have been written.
-    pub wbuf: Vec<u8>,
+    pub wbuf: BytesMut,
     wstart: usize,
     max_packet_bytes: usize,
-    keep_alive: Duration,
+    ping_every: Duration,
     last_sent: Instant,
     next_packet_id: u16,
 }
 
 impl Conn {
-    /// Opens the TCP connection and completes the MQTT handshake (clean session).
-    pub async fn connect(endpoint: &Endpoint, client_id: &str) -> Result<Conn, ConnError> {
+    /// Opens the stream and completes the MQTT handshake; a refused CONNECT is an error that
+    /// carries the broker's reason.
+    pub async fn connect(
+        endpoint: &Endpoint,
+        options: &ConnectOptions<'_>,
+    ) -> Result<(Conn, Handshake), ConnError> {
         let addr = endpoint.addr.clone();
         let waited = endpoint.handshake_timeout;
-        let stream = tokio::time::timeout(waited, TcpStream::connect(&endpoint.addr))
+        let began = Instant::now();
+        let source = endpoint.source(options.client_index);
+        let target = endpoint
+            .target(source)
+            .ok_or_else(|| ConnError::Unreachable {
+                addr: addr.clone(),
+                source: io::Error::new(
+                    io::ErrorKind::AddrNotAvailable,
+                    "no address of the broker matches the source address's family",
+                ),
+            })?;
+        let io = tokio::time::timeout(waited, Transport::connect(target, source))
             .await
             .map_err(|_| ConnError::Silent {
                 addr: addr.clone(),
@@ -98,59 +239,89 @@ impl Conn {
                 addr: addr.clone(),
                 source,
             })?;
-        stream.set_nodelay(true).map_err(|source| ConnError::Io {
-            addr: addr.clone(),
-            source,
-        })?;
+        let tcp = began.elapsed();
         let mut conn = Conn {
-            stream,
+            io,
             addr,
-            rbuf: vec![0; READ_CHUNK * 2],
-            rstart: 0,
-            rend: 0,
-            wbuf: Vec::with_capacity(READ_CHUNK),
+            protocol: endpoint.protocol,
+            rbuf: BytesMut::with_capacity(options.read_chunk),
+            read_chunk: options.read_chunk,
+            needed: 0,
+            wbuf: BytesMut::with_capacity(options.read_chunk.min(READ_CHUNK_BYTES)),
             wstart: 0,
             max_packet_bytes: endpoint.max_packet_bytes,
-            keep_alive: Duration::from_secs(u64::from(endpoint.keep_alive_s)),
+            ping_every: Duration::from_secs(u64::from(endpoint.keep_alive_s)) / 2,
             last_sent: Instant::now(),
             next_packet_id: 1,
         };
-        codec::encode_connect(
-            &mut conn.wbuf,
-            &ConnectOptions {
-                client_id,
-                username: endpoint.username.as_deref(),
-                password: endpoint.password.as_deref(),
-                keep_alive_s: endpoint.keep_alive_s,
-                clean_session: true,
-            },
-        );
+        let fields = ConnectFields {
+            client_id: options.client_id,
+            username: endpoint.username.as_deref(),
+            password: endpoint.password.as_deref(),
+            keep_alive_s: endpoint.keep_alive_s,
+            clean: options.session.clean,
+            session_expiry_s: options.session.expiry_s,
+            max_packet_bytes: u32::try_from(endpoint.max_packet_bytes).unwrap_or(u32::MAX),
+        };
+        codec::encode_connect(&mut conn.wbuf, conn.protocol, &fields).map_err(|source| {
+            ConnError::Codec {
+                addr: conn.addr.clone(),
+                source,
+            }
+        })?;
         conn.flush().await?;
-        let frame = conn.handshake_frame(waited, "CONNACK").await?;
-        let body = conn.body(&frame);
-        if frame.kind != kind::CONNACK || body.len() < 2 {
-            return Err(conn.unexpected("CONNACK", frame.kind));
-        }
-        let code = body[1];
-        if code != 0 {
+        let answer = conn
+            .handshake_packet(waited, "CONNACK")
+            .await
+            .map_err(|e| match e {
+                ConnError::Closed { addr, context } => ConnError::NoConnAck {
+                    addr,
+                    protocol: endpoint.protocol,
+                    context: context.replace(" instead of answering with a CONNACK", ""),
+                },
+                e => e,
+            })?;
+        let connack = match answer {
+            Incoming::ConnAck(connack) => connack,
+            other => return Err(conn.unexpected(&format!("{} before the CONNACK", other.name()))),
+        };
+        if !connack.accepted() {
             return Err(ConnError::Refused {
                 addr: conn.addr.clone(),
-                code,
-                reason: codec::connack_reason(code),
+                protocol: conn.protocol,
+                reason: connack.refusal(conn.protocol),
+                connack,
             });
         }
-        Ok(conn)
+        if let Some(keep_alive) = connack.server_keep_alive {
+            // MQTT 5: the broker's keep-alive replaces the client's.
+            conn.ping_every = Duration::from_secs(u64::from(keep_alive)) / 2;
+        }
+        Ok((conn, Handshake { tcp, connack }))
     }
 
     pub fn addr(&self) -> &str {
         &self.addr
     }
 
-    fn unexpected(&self, what: &'static str, kind: u8) -> ConnError {
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// The local address the connection was made from.
+    pub fn local_ip(&self) -> Option<IpAddr> {
+        self.io.local_ip()
+    }
+
+    /// How often a quiet connection pings (half the keep-alive unless changed).
+    pub fn set_ping_every(&mut self, every: Duration) {
+        self.ping_every = every;
+    }
+
+    pub fn unexpected(&self, what: &str) -> ConnError {
         ConnError::Unexpected {
             addr: self.addr.clone(),
-            what,
-            kind,
+            what: what.to_owned(),
         }
     }
 
@@ -177,66 +348,131 @@ impl Conn {
         }
     }
 
-    fn packet_id(&mut self) -> u16 {
+    pub fn codec_error(&self, source: CodecError) -> ConnError {
+        ConnError::Codec {
+            addr: self.addr.clone(),
+            source,
+        }
+    }
+
+    /// A DISCONNECT from the broker, as an error.
+    pub fn disconnected(&self, code: u8) -> ConnError {
+        ConnError::Disconnected {
+            addr: self.addr.clone(),
+            code,
+        }
+    }
+
+    pub fn packet_id(&mut self) -> u16 {
         let id = self.next_packet_id;
         self.next_packet_id = self.next_packet_id.wrapping_add(1).max(1);
         id
     }
 
-    /// Subscribes and waits for the SUBACK; a refused or downgraded subscription is an error.
+    /// Subscribes to `filters` and waits for the SUBACK; a refused or downgraded filter is an
+    /// error carrying the broker's reason code.
     pub async fn subscribe(
         &mut self,
-        filter: &str,
-        qos: u8,
+        filters: &[(&str, u8)],
         waited: Duration,
     ) -> Result<(), ConnError> {
         let id = self.packet_id();
-        codec::encode_subscribe(&mut self.wbuf, id, filter, qos);
+        codec::encode_subscribe(&mut self.wbuf, self.protocol, id, filters)
+            .map_err(|e| self.codec_error(e))?;
         self.flush().await?;
-        let frame = self.handshake_frame(waited, "SUBACK").await?;
-        let body = self.body(&frame);
-        if frame.kind != kind::SUBACK || body.len() < 3 {
-            return Err(self.unexpected("SUBACK", frame.kind));
+        let codes = match self.handshake_packet(waited, "SUBACK").await? {
+            Incoming::SubAck { codes, .. } => codes,
+            other => return Err(self.unexpected(&format!("{} instead of a SUBACK", other.name()))),
+        };
+        for (&(filter, asked), &code) in filters.iter().zip(&codes) {
+            if code >= 0x80 {
+                let why = match self.protocol {
+                    Protocol::V311 => "failure (SUBACK 0x80)".to_owned(),
+                    Protocol::V5 => reason::describe(code),
+                };
+                return Err(ConnError::SubscribeRefused {
+                    addr: self.addr.clone(),
+                    filter: filter.to_owned(),
+                    code,
+                    reason: why,
+                });
+            }
+            if code != asked {
+                return Err(ConnError::Downgraded {
+                    addr: self.addr.clone(),
+                    filter: filter.to_owned(),
+                    asked,
+                    granted: code,
+                });
+            }
         }
-        match body[2] {
-            0x80 => Err(ConnError::SubscribeRefused {
-                addr: self.addr.clone(),
-                filter: filter.to_owned(),
-            }),
-            granted if granted != qos => Err(ConnError::Downgraded {
-                addr: self.addr.clone(),
-                filter: filter.to_owned(),
-                asked: qos,
-                granted,
-            }),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
     /// Sends DISCONNECT and closes; errors are ignored, the connection is being dropped anyway.
     pub async fn disconnect(mut self) {
         self.wbuf.truncate(self.wstart);
-        codec::encode_disconnect(&mut self.wbuf);
+        codec::encode_disconnect(&mut self.wbuf, self.protocol);
         let _ = tokio::time::timeout(Duration::from_millis(200), self.flush()).await;
     }
 
+    /// Sends DISCONNECT and shuts the stream down, leaving this connection unusable (its owner
+    /// replaces it with a new one): a client going away on a session that outlives it.
+    pub async fn leave(&mut self) {
+        self.wbuf.truncate(self.wstart);
+        codec::encode_disconnect(&mut self.wbuf, self.protocol);
+        let wait = Duration::from_millis(200);
+        let _ = tokio::time::timeout(wait, self.flush()).await;
+        let _ = tokio::time::timeout(wait, poll_fn(|cx| self.io.poll_shutdown(cx))).await;
+    }
+
+    /// Sends DISCONNECT and waits up to `wait` for the broker to close first, so the
+    /// connection's TIME_WAIT stays on the broker's side and this machine's ephemeral ports
+    /// are free for the next storm. Returns whether the broker closed in time.
+    pub async fn close_gracefully(mut self, wait: Duration) -> bool {
+        self.wbuf.truncate(self.wstart);
+        codec::encode_disconnect(&mut self.wbuf, self.protocol);
+        let closed = tokio::time::timeout(wait, async {
+            if self.flush().await.is_err() {
+                return;
+            }
+            loop {
+                self.rbuf.clear();
+                if self.fill().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+        .is_ok();
+        let _ = tokio::time::timeout(wait, poll_fn(|cx| self.io.poll_shutdown(cx))).await;
+        closed
+    }
+
     /// Waits for the next whole packet during a handshake, skipping keep-alive answers.
-    async fn handshake_frame(
+    async fn handshake_packet(
         &mut self,
         waited: Duration,
         what: &'static str,
-    ) -> Result<Frame, ConnError> {
+    ) -> Result<Incoming, ConnError> {
         let deadline = Instant::now() + waited;
         loop {
-            if let Some(frame) = self.next_frame()? {
-                if frame.kind == kind::PINGRESP {
-                    continue;
+            if let Some(packet) = self.next_packet()? {
+                match packet {
+                    Incoming::PingResp => continue,
+                    Incoming::Disconnect { code } => return Err(self.disconnected(code)),
+                    packet => return Ok(packet),
                 }
-                return Ok(frame);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.fill()).await {
-                Ok(result) => result?,
+                Ok(result) => result.map_err(|e| match e {
+                    ConnError::Closed { addr, context } => ConnError::Closed {
+                        addr,
+                        context: format!("{context} instead of answering with a {what}"),
+                    },
+                    e => e,
+                })?,
                 Err(_) => {
                     return Err(ConnError::Silent {
                         addr: self.addr.clone(),
@@ -250,83 +486,82 @@ impl Conn {
 
     /// The next whole packet already read, if any.
     #[inline]
-    pub fn next_frame(&mut self) -> Result<Option<Frame>, ConnError> {
-        let found = codec::split_frame(&self.rbuf[self.rstart..self.rend], self.max_packet_bytes)
-            .map_err(|source| ConnError::Codec {
-            addr: self.addr.clone(),
-            source,
-        })?;
-        Ok(found.map(|frame| {
-            let start = self.rstart;
-            self.rstart += frame.end();
-            Frame {
-                body: start + frame.body.start..start + frame.body.end,
-                ..frame
-            }
-        }))
+    pub fn next_packet(&mut self) -> Result<Option<Incoming>, ConnError> {
+        codec::read(
+            &mut self.rbuf,
+            self.protocol,
+            self.max_packet_bytes,
+            &mut self.needed,
+        )
+        .map_err(|e| self.codec_error(e))
+    }
+
+    /// Makes room for the next read: a chunk, or the rest of a packet larger than that.
+    #[inline]
+    fn make_room(&mut self) {
+        let want = self.read_chunk.max(self.needed);
+        if self.rbuf.capacity() - self.rbuf.len() < want {
+            self.rbuf.reserve(want);
+        }
     }
 
     #[inline]
-    pub fn body(&self, frame: &Frame) -> &[u8] {
-        &self.rbuf[frame.body.clone()]
-    }
-
-    /// Makes room for at least one more chunk (and for a whole packet of the largest size).
-    fn make_room(&mut self) {
-        if self.rstart == self.rend {
-            self.rstart = 0;
-            self.rend = 0;
-        } else if self.rbuf.len() - self.rend < READ_CHUNK {
-            self.rbuf.copy_within(self.rstart..self.rend, 0);
-            self.rend -= self.rstart;
-            self.rstart = 0;
-        }
-        if self.rbuf.len() - self.rend < READ_CHUNK {
-            let grown = (self.rend + READ_CHUNK).max(self.rbuf.len() * 2);
-            self.rbuf.resize(grown, 0);
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
+        self.make_room();
+        match self.io.poll_read(cx, &mut self.rbuf) {
+            Poll::Ready(Ok(0)) => Poll::Ready(Err(self.closed(""))),
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.io_error(e))),
+            Poll::Pending => Poll::Pending,
         }
     }
 
     /// Reads what is available without waiting: `Ok(true)` when bytes arrived.
     #[inline]
     pub fn try_fill(&mut self) -> Result<bool, ConnError> {
-        self.make_room();
-        match self.stream.try_read(&mut self.rbuf[self.rend..]) {
-            Ok(0) => Err(self.closed("")),
-            Ok(n) => {
-                self.rend += n;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) => Err(self.io_error(e)),
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.poll_fill(&mut cx) {
+            Poll::Ready(result) => result.map(|()| true),
+            Poll::Pending => Ok(false),
         }
     }
 
     /// Waits until bytes arrive and reads them.
     pub async fn fill(&mut self) -> Result<(), ConnError> {
-        loop {
-            self.stream.readable().await.map_err(|e| self.io_error(e))?;
-            if self.try_fill()? {
-                return Ok(());
-            }
-        }
+        poll_fn(|cx| self.poll_fill(cx)).await
     }
 
-    /// Writes as much of the pending bytes as the socket takes now: `Ok(true)` when all went.
+    /// Writes as much of the pending bytes as the stream takes: ready with `true` when all
+    /// went, pending when it took none (and is full).
     #[inline]
-    pub fn try_flush(&mut self) -> Result<bool, ConnError> {
+    fn poll_flush_some(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, ConnError>> {
+        let mut progressed = false;
         while self.wstart < self.wbuf.len() {
-            match self.stream.try_write(&self.wbuf[self.wstart..]) {
-                Ok(0) => return Err(self.closed("")),
-                Ok(n) => self.wstart += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(self.io_error(e)),
+            match self.io.poll_write(cx, &self.wbuf[self.wstart..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(self.closed(""))),
+                Poll::Ready(Ok(n)) => {
+                    self.wstart += n;
+                    progressed = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_error(e))),
+                Poll::Pending if progressed => return Poll::Ready(Ok(false)),
+                Poll::Pending => return Poll::Pending,
             }
         }
         self.wbuf.clear();
         self.wstart = 0;
         self.last_sent = Instant::now();
-        Ok(true)
+        Poll::Ready(Ok(true))
+    }
+
+    /// Writes as much as the stream takes now: `Ok(true)` when everything went.
+    #[inline]
+    pub fn try_flush(&mut self) -> Result<bool, ConnError> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.poll_flush_some(&mut cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Ok(false),
+        }
     }
 
     /// Bytes still waiting to be written.
@@ -335,40 +570,56 @@ impl Conn {
         self.wbuf.len() - self.wstart
     }
 
-    /// Writes every pending byte, waiting for the socket as needed.
+    /// Writes every pending byte, waiting for the stream as needed.
     pub async fn flush(&mut self) -> Result<(), ConnError> {
-        while !self.try_flush()? {
-            self.stream.writable().await.map_err(|e| self.io_error(e))?;
-        }
+        while !poll_fn(|cx| self.poll_flush_some(cx)).await? {}
         Ok(())
     }
 
-    /// Waits until the socket can be read, or written when `want_write`; returns
-    /// (readable, writable).
-    pub async fn ready(&self, want_write: bool) -> Result<(bool, bool), ConnError> {
-        let interest = if want_write {
-            Interest::READABLE | Interest::WRITABLE
-        } else {
-            Interest::READABLE
-        };
-        let ready = self
-            .stream
-            .ready(interest)
-            .await
-            .map_err(|e| self.io_error(e))?;
-        Ok((
-            ready.is_readable() || ready.is_read_closed(),
-            ready.is_writable(),
-        ))
+    /// Waits until bytes arrive (read into the buffer) or, when `want_write`, pending bytes
+    /// could be written; returns (read, wrote).
+    pub async fn io(&mut self, want_write: bool) -> Result<(bool, bool), ConnError> {
+        poll_fn(|cx| {
+            let read = match self.poll_fill(cx) {
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => true,
+                Poll::Pending => false,
+            };
+            let wrote = want_write
+                && self.unflushed() > 0
+                && match self.poll_flush_some(cx) {
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(_)) => true,
+                    Poll::Pending => false,
+                };
+            if read || wrote {
+                Poll::Ready(Ok((read, wrote)))
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
     }
 
-    /// Queues a PINGREQ when nothing was sent for half the keep-alive, so a quiet subscriber
-    /// is not disconnected in a long window.
+    /// Queues a PINGREQ when nothing was sent for `ping_every`, so a quiet client is not
+    /// disconnected for want of traffic. Returns whether one was queued.
     #[inline]
-    pub fn keep_alive_due(&mut self, now: Instant) {
-        if !self.keep_alive.is_zero() && now.duration_since(self.last_sent) > self.keep_alive / 2 {
-            codec::encode_pingreq(&mut self.wbuf);
+    pub fn keep_alive_due(&mut self, now: Instant) -> bool {
+        if !self.ping_every.is_zero() && now.duration_since(self.last_sent) >= self.ping_every {
+            codec::encode_pingreq(&mut self.wbuf, self.protocol);
             self.last_sent = now;
+            return true;
         }
+        false
+    }
+
+    /// When the next keep-alive ping falls due.
+    pub fn next_ping(&self) -> Option<Instant> {
+        (!self.ping_every.is_zero()).then(|| self.last_sent + self.ping_every)
+    }
+
+    /// Whether this connection's reads are of the throughput size.
+    pub fn read_chunk(&self) -> usize {
+        self.read_chunk
     }
 }

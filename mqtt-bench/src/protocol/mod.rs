@@ -1,4 +1,8 @@
-//! mqtt-bench's own MQTT 3.1.1 client: the wire codec and one connection over tokio.
+//! mqtt-bench's MQTT client below the engine: rumqttc's packet codecs (3.1.1 and 5) behind one
+//! interface, the reason codes brokers answer with, and one connection driven by its own task
+//! over a stream that could as well be TLS.
 
 pub mod codec;
 pub mod conn;
+pub mod reason;
+pub mod transport;

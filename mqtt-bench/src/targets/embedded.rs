@@ -1,10 +1,11 @@
-//! The embedded broker: rumqttd, started inside this process on a free loopback port when no
-//! broker is named (or for `--broker embedded`). It shares the machine and the process with the
-//! client, so every report labels it embedded and colocated, and its CPU is read from its own
-//! threads.
+//! The embedded broker: rumqttd, started inside this process on free loopback ports (one for
+//! MQTT 3.1.1, one for MQTT 5) when no broker is named (or for `--broker embedded`). It shares
+//! the machine and the process with the client, so every report labels it embedded and
+//! colocated, and its CPU is read from its own threads.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::options::TargetSpec;
@@ -14,7 +15,8 @@ use common::results::{Location, SystemInfo};
 use rumqttd::{Config, ConnectionSettings, RouterConfig, ServerSettings};
 
 use super::{Broker, BrokerKind, Description, Reached, TargetError, settings};
-use crate::session::{Link, endpoint};
+use crate::protocol::codec::ConnAckInfo;
+use crate::session::{Client, Link, endpoint};
 
 /// The crate version the embedded broker was built from, as Cargo resolved it (build.rs).
 pub const RUMQTTD_VERSION: &str = env!("FAIRBENCH_RUMQTTD_VERSION");
@@ -36,6 +38,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct EmbeddedBroker {
     pub addr: SocketAddr,
+    pub v5_addr: SocketAddr,
 }
 
 pub const LABELS: [&str; 2] = ["embedded", "colocated"];
@@ -72,7 +75,7 @@ fn description() -> Description {
     }
 }
 
-pub async fn open(spec: &TargetSpec) -> Result<Broker, TargetError> {
+pub async fn open(spec: &TargetSpec, client: &Client) -> Result<Broker, TargetError> {
     let guard = tokio::task::spawn_blocking(start)
         .await
         .map_err(|e| did_not_start(e.to_string()))??;
@@ -90,14 +93,16 @@ pub async fn open(spec: &TargetSpec) -> Result<Broker, TargetError> {
     };
     Ok(Broker {
         link: Link {
-            endpoint: endpoint(listen, None, None),
+            endpoint: endpoint(listen, client)?,
             probe: Some(Probe::Threads(
                 THREAD_PREFIXES.iter().map(|p| (*p).to_owned()).collect(),
             )),
             in_process: true,
+            connack: ConnAckInfo::default(),
         },
         info,
-        _guard: Some(guard),
+        v5_addr: Some(guard.v5_addr.to_string()),
+        guard: Some(Arc::new(guard)),
     })
 }
 
@@ -105,15 +110,14 @@ fn did_not_start(message: impl std::fmt::Display) -> TargetError {
     TargetError::Other(format!("the embedded broker did not start: {message}"))
 }
 
-/// Starts rumqttd on a free port of 127.0.0.1 and waits until it accepts connections.
-fn start() -> Result<EmbeddedBroker, TargetError> {
-    let addr = free_loopback_port()?;
-    let mut v4 = HashMap::new();
-    v4.insert(
+/// One listener's settings.
+fn listener(name: &str, listen: SocketAddr) -> HashMap<String, ServerSettings> {
+    let mut servers = HashMap::new();
+    servers.insert(
         "1".to_owned(),
         ServerSettings {
-            name: format!("{}-v4", THREAD_PREFIXES[0]),
-            listen: addr,
+            name: format!("{}-{name}", THREAD_PREFIXES[0]),
+            listen,
             tls: None,
             next_connection_delay_ms: 0,
             connections: ConnectionSettings {
@@ -126,6 +130,13 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
             },
         },
     );
+    servers
+}
+
+/// Starts rumqttd on free ports of 127.0.0.1 and waits until both accept connections.
+fn start() -> Result<EmbeddedBroker, TargetError> {
+    let addr = free_loopback_port()?;
+    let v5_addr = free_loopback_port()?;
     let config = Config {
         id: 0,
         router: RouterConfig {
@@ -135,7 +146,8 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
             max_segment_count: SEGMENTS,
             ..RouterConfig::default()
         },
-        v4: Some(v4),
+        v4: Some(listener("v4", addr)),
+        v5: Some(listener("v5", v5_addr)),
         ..Config::default()
     };
     std::thread::Builder::new()
@@ -148,15 +160,17 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
         })
         .map_err(did_not_start)?;
     let deadline = Instant::now() + START_TIMEOUT;
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        if Instant::now() >= deadline {
-            return Err(did_not_start(format!(
-                "it did not accept connections on {addr} within {START_TIMEOUT:?}"
-            )));
+    for listen in [addr, v5_addr] {
+        while TcpStream::connect_timeout(&listen, Duration::from_millis(200)).is_err() {
+            if Instant::now() >= deadline {
+                return Err(did_not_start(format!(
+                    "it did not accept connections on {listen} within {START_TIMEOUT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(EmbeddedBroker { addr })
+    Ok(EmbeddedBroker { addr, v5_addr })
 }
 
 /// A port of 127.0.0.1 nothing listens on (the kernel's choice).

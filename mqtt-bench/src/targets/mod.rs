@@ -1,35 +1,47 @@
 //! The brokers mqtt-bench measures, and the registry of their kinds. Each kind is one file
-//! implementing [`BrokerKind`]: how a broker of that kind is recognised and how its version and
-//! settings are read (Mosquitto from `$SYS/broker/version` and its configuration file, the
-//! embedded rumqttd from its own build, any other MQTT 3.1.1 broker from what it publishes). A
-//! target knows how to reach, describe and observe its broker; it never knows which scenario
-//! runs against it. Adding a kind is adding a file here and one line in [`KINDS`].
+//! implementing [`BrokerKind`]: how a broker of that kind is recognised (by what it publishes on
+//! `$SYS`, or by its process) and how its version and settings are read (Mosquitto from `$SYS`
+//! and its configuration file, NATS from its monitoring endpoint, aedes from its package, EMQX
+//! from `$SYS/brokers/<node>/version`, the embedded rumqttd from its own build, any other MQTT
+//! broker from what it publishes). A target knows how to reach, describe and observe its
+//! broker; it never knows which scenario runs against it. Adding a kind is adding a file here
+//! and one line in [`KINDS`].
 
+pub mod aedes;
 pub mod embedded;
+pub mod emqx;
 pub mod generic;
 pub mod mochi;
 pub mod mosquitto;
+pub mod nats;
 pub mod rabbitmq;
+pub mod url;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 use common::procstat::{Probe, ServerPid};
-use common::results::SystemInfo;
+use common::results::{Location, SystemInfo};
 pub use common::target::TargetError;
-use common::target::{is_local_host, location_of_host};
+use common::target::location_of_host;
 
+use crate::protocol::codec::{ConnAckInfo, Protocol};
 use crate::protocol::conn::{ConnError, Endpoint};
-use crate::session::{self, Link};
+use crate::session::{self, Client, SYS_TOPICS};
+pub use url::BrokerUrl;
 
 /// The kinds a broker reached at `mqtt://` is asked to be, in this order: the first that
-/// recognises it describes it. The generic MQTT 3.1.1 broker, last, is any broker.
-pub const KINDS: [&dyn BrokerKind; 4] = [
+/// recognises it describes it. The generic MQTT broker, last, is any broker.
+pub const KINDS: [&dyn BrokerKind; 7] = [
     &mosquitto::Mosquitto,
     &mochi::Mochi,
+    &emqx::Emqx,
     &rabbitmq::RabbitMq,
-    &generic::Mqtt311,
+    &nats::Nats,
+    &aedes::Aedes,
+    &generic::Mqtt,
 ];
 
 /// The broker measured when none is named: rumqttd, started in this process.
@@ -46,12 +58,40 @@ pub struct Description {
 }
 
 /// A broker the run can talk to, before its kind is known: where it is, its process when the
-/// user gave it, and what it published as `$SYS/broker/version` (read once, as it was reached).
+/// user gave it, and what it said about itself when it was reached.
 #[derive(Debug, Clone)]
 pub struct Reached {
     pub endpoint: Endpoint,
     pub pid: Option<u32>,
-    pub sys_version: Option<String>,
+    /// Its process's command line, when its PID is known.
+    pub cmdline: Vec<String>,
+    /// The retained `$SYS` topics it published ([`SYS_TOPICS`]), by topic.
+    pub sys: BTreeMap<String, String>,
+    /// What its CONNACK announced.
+    pub connack: ConnAckInfo,
+    /// A monitoring or management HTTP endpoint the URL named (`?monitor=http://…`).
+    pub monitor: Option<String>,
+}
+
+impl Reached {
+    /// What it published as `$SYS/broker/version`.
+    pub fn sys_version(&self) -> Option<&str> {
+        self.sys.get(SYS_TOPICS[0]).map(String::as_str)
+    }
+
+    /// Whether its command line mentions `word` (its executable or script).
+    pub fn runs(&self, word: &str) -> bool {
+        self.cmdline.iter().take(3).any(|a| a.contains(word))
+    }
+
+    /// The argument after `flag` on its command line (`-c FILE`).
+    pub fn arg_after(&self, flags: &[&str]) -> Option<&str> {
+        let at = self
+            .cmdline
+            .iter()
+            .position(|a| flags.contains(&a.as_str()))?;
+        self.cmdline.get(at + 1).map(String::as_str)
+    }
 }
 
 /// One kind of broker: how it is recognised, and how its version and settings are read.
@@ -59,11 +99,18 @@ pub trait BrokerKind: Sync {
     /// `SystemInfo.kind`, and the name of a broker of this kind the user did not name.
     fn kind(&self) -> &'static str;
 
-    /// Whether a `$SYS/broker/version` (lower-cased) names this kind. A kind that tells itself
-    /// apart some other way overrides [`BrokerKind::describe`] instead.
+    /// Whether a `$SYS/broker/version` (lower-cased) names this kind.
     fn names(&self, sys_version_lowercase: &str) -> bool {
         let _ = sys_version_lowercase;
         false
+    }
+
+    /// Whether `broker` is of this kind: by its `$SYS/broker/version` unless the kind tells
+    /// itself apart another way (its process, another `$SYS` topic).
+    fn recognises(&self, broker: &Reached) -> bool {
+        broker
+            .sys_version()
+            .is_some_and(|v| self.names(&v.to_ascii_lowercase()))
     }
 
     /// Settings read from a broker of this kind beyond its version (its configuration file,
@@ -79,14 +126,15 @@ pub trait BrokerKind: Sync {
         broker: &'a Reached,
     ) -> BoxFuture<'a, Result<Option<Description>, TargetError>> {
         Box::pin(async move {
-            let Some(version) = &broker.sys_version else {
-                return Ok(None);
-            };
-            if !self.names(&version.to_ascii_lowercase()) {
+            if !self.recognises(broker) {
                 return Ok(None);
             }
+            let version = broker.sys_version().map_or_else(
+                || format!("{} (version not published)", self.kind()),
+                str::to_owned,
+            );
             Ok(Some(Description {
-                version: version.clone(),
+                version,
                 verified: self.settings(broker),
             }))
         })
@@ -96,10 +144,13 @@ pub trait BrokerKind: Sync {
 /// One broker as the run holds it: how a window reaches and observes it, and what it said
 /// about itself.
 pub struct Broker {
-    pub link: Link,
+    pub link: session::Link,
     pub info: SystemInfo,
+    /// Where its MQTT 5 clients connect, when not at the same address (the embedded broker
+    /// listens for each protocol on a port of its own).
+    pub v5_addr: Option<String>,
     /// Keeps an embedded broker running for as long as the run needs it.
-    pub _guard: Option<embedded::EmbeddedBroker>,
+    pub guard: Option<Arc<embedded::EmbeddedBroker>>,
 }
 
 impl From<ConnError> for TargetError {
@@ -110,32 +161,43 @@ impl From<ConnError> for TargetError {
 }
 
 /// Starts (embedded) or reaches (`mqtt://`) the broker `spec` names.
-pub async fn open(spec: &TargetSpec, pid: Option<&ServerPid>) -> Result<Broker, TargetError> {
+pub async fn open(
+    spec: &TargetSpec,
+    pid: Option<&ServerPid>,
+    client: &Client,
+) -> Result<Broker, TargetError> {
     match spec.scheme() {
-        "embedded" => embedded::open(spec).await,
-        "mqtt" | "tcp" => reach(spec, pid).await,
+        "embedded" => embedded::open(spec, client).await,
+        "mqtt" | "tcp" => reach(spec, pid, client).await,
         _ => Err(TargetError::unknown_scheme(spec, SCHEMES)),
     }
 }
 
-/// A broker at `mqtt://[USER:PASSWORD@]HOST:PORT`: reached with mqtt-bench's own client,
-/// described by the first kind that recognises it, observed through /proc when its PID is
-/// given.
-async fn reach(spec: &TargetSpec, pid: Option<&ServerPid>) -> Result<Broker, TargetError> {
+/// A broker at `mqtt://[USER:PASSWORD@]HOST:PORT`, on this machine or another: reached with
+/// mqtt-bench's own client, described by the first kind that recognises it, observed through
+/// /proc when it is local and its PID is given.
+async fn reach(
+    spec: &TargetSpec,
+    pid: Option<&ServerPid>,
+    client: &Client,
+) -> Result<Broker, TargetError> {
     let url = BrokerUrl::parse(&spec.url).map_err(|message| TargetError::Url {
         url: spec.url_redacted(),
         message,
     })?;
-    if !is_local_host(&url.host) {
-        return Err(TargetError::Url {
-            url: spec.url_redacted(),
-            message: "mqtt-bench only sends load to this machine (127.0.0.1, localhost or ::1)"
-                .into(),
-        });
+    let location = location_of_host(&url.host);
+    if let (Location::Remote, Some(pid)) = (location, pid) {
+        return Err(TargetError::Other(format!(
+            "--broker-pid {}: {} is on another host; only a broker on this machine can be observed through /proc",
+            pid.pid, url.host
+        )));
     }
-    let endpoint = session::endpoint(url.addr(), url.username.clone(), url.password.clone());
-    let client_id = format!("fairbench-describe-{}", std::process::id());
-    let sys_version = session::sys_version(&endpoint, &client_id).await?;
+    let client = Client {
+        username: url.username.clone(),
+        password: url.password.clone(),
+        ..client.clone()
+    };
+    let (endpoint, sys, connack) = describe_over_mqtt(&url, &client).await?;
     let probe = pid.map(|p| Probe::Process(p.pid));
     if let (Some(probe), Some(pid)) = (&probe, pid)
         && !probe.alive()
@@ -148,33 +210,130 @@ async fn reach(spec: &TargetSpec, pid: Option<&ServerPid>) -> Result<Broker, Tar
     let reached = Reached {
         endpoint,
         pid: pid.map(|p| p.pid),
-        sys_version,
+        cmdline: pid.map(|p| cmdline(p.pid)).unwrap_or_default(),
+        sys,
+        connack,
+        monitor: url.monitor.clone(),
     };
     let (kind, description) = describe(&reached).await?;
-    let published = reached.sys_version.as_deref().unwrap_or("not published");
+    let info = system_info(spec, &url, kind, &reached, description, location);
+    Ok(Broker {
+        link: session::Link {
+            endpoint: reached.endpoint.clone(),
+            probe,
+            in_process: false,
+            connack: reached.connack.clone(),
+        },
+        info,
+        v5_addr: None,
+        guard: None,
+    })
+}
+
+/// Connects once to read the `$SYS` topics: in MQTT 3.1.1, or in 5 for a broker that only
+/// speaks 5.
+async fn describe_over_mqtt(
+    url: &BrokerUrl,
+    client: &Client,
+) -> Result<(Endpoint, BTreeMap<String, String>, ConnAckInfo), TargetError> {
+    let id = format!("fairbench-describe-{}", std::process::id());
+    let mut last = None;
+    for protocol in [Protocol::V311, Protocol::V5] {
+        let client = Client {
+            protocol,
+            ..client.clone()
+        };
+        let endpoint = session::endpoint(url.addr(), &client)?;
+        match session::describe(&endpoint, &id).await {
+            Ok((sys, connack)) => {
+                let endpoint = session::endpoint(
+                    url.addr(),
+                    &Client {
+                        protocol: Protocol::V311,
+                        ..client
+                    },
+                )?;
+                return Ok((endpoint, sys, connack));
+            }
+            Err(ConnError::Refused { connack, .. })
+                if connack.code == 1 && protocol == Protocol::V311 =>
+            {
+                last = Some(ConnError::Refused {
+                    addr: endpoint.addr.clone(),
+                    protocol,
+                    reason: connack.refusal(protocol),
+                    connack,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last.map_or_else(
+        || TargetError::Other("the broker refused every protocol".into()),
+        Into::into,
+    ))
+}
+
+fn system_info(
+    spec: &TargetSpec,
+    url: &BrokerUrl,
+    kind: &str,
+    reached: &Reached,
+    description: Description,
+    location: Location,
+) -> SystemInfo {
+    let published = reached.sys_version().unwrap_or("not published");
     let mut verified = settings([("$SYS/broker/version", published.to_owned())]);
+    for (topic, value) in &reached.sys {
+        verified
+            .entry(topic.clone())
+            .or_insert_with(|| value.clone());
+    }
     if let Some(pid) = reached.pid {
         verified.insert("pid".into(), pid.to_string());
     }
     verified.extend(description.verified);
-    let info = SystemInfo {
+    let mut not_measured = Vec::new();
+    if location == Location::Remote {
+        not_measured.push(
+            "CPU time and resident memory of the broker: it runs on another host (/proc is read on this machine only)".to_owned(),
+        );
+    } else if reached.pid.is_none() {
+        not_measured.push(
+            "CPU time and resident memory of the broker: no --broker-pid was given".to_owned(),
+        );
+    }
+    if let Some(monitor) = &url.monitor {
+        verified.insert("monitor".into(), common::redact::redact_url(monitor));
+    }
+    SystemInfo {
         name: spec.name.clone().unwrap_or_else(|| kind.to_owned()),
         kind: kind.to_owned(),
         url_redacted: spec.url_redacted(),
         version: description.version,
         verified,
-        location: location_of_host(&url.host),
-        ..SystemInfo::default()
-    };
-    Ok(Broker {
-        link: Link {
-            endpoint: reached.endpoint,
-            probe,
-            in_process: false,
+        location,
+        not_measured,
+        labels: if location == Location::Remote {
+            vec!["remote".to_owned()]
+        } else {
+            Vec::new()
         },
-        info,
-        _guard: None,
-    })
+        ..SystemInfo::default()
+    }
+}
+
+/// A process's command line, argument by argument.
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The kind of `broker` (the first of [`KINDS`] that recognises it) and what it says.
@@ -195,134 +354,5 @@ pub fn settings<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, 
     pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
-/// A broker address from `mqtt://[USER[:PASSWORD]@]HOST:PORT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BrokerUrl {
-    pub host: String,
-    pub port: u16,
-    pub username: Option<String>,
-    pub password: Option<String>,
-}
-
-impl BrokerUrl {
-    pub fn parse(url: &str) -> Result<BrokerUrl, String> {
-        let rest = url
-            .strip_prefix("mqtt://")
-            .or_else(|| url.strip_prefix("tcp://"))
-            .ok_or_else(|| {
-                "a broker URL looks like mqtt://HOST:PORT or mqtt://USER:PASSWORD@HOST:PORT"
-                    .to_owned()
-            })?;
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?', '#']) {
-            return Err("a broker URL has no path or query: mqtt://HOST:PORT".into());
-        }
-        let (userinfo, hostport) = match rest.rsplit_once('@') {
-            Some((user, hostport)) => (Some(user), hostport),
-            None => (None, rest),
-        };
-        let (username, password) = match userinfo {
-            None => (None, None),
-            Some(info) => match info.split_once(':') {
-                Some((user, password)) => (Some(user.to_owned()), Some(password.to_owned())),
-                None => (Some(info.to_owned()), None),
-            },
-        };
-        let (host, port) = hostport
-            .rsplit_once(':')
-            .ok_or_else(|| "the broker URL needs a port: mqtt://HOST:PORT".to_owned())?;
-        let host = host.trim_matches(['[', ']']);
-        if host.is_empty() {
-            return Err("the broker URL has no host".into());
-        }
-        let port: u16 = port
-            .parse()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| format!("`{port}` is not a TCP port (1–65535)"))?;
-        Ok(BrokerUrl {
-            host: host.to_owned(),
-            port,
-            username,
-            password,
-        })
-    }
-
-    /// `host:port`, with brackets around an IPv6 host.
-    pub fn addr(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn reached(sys_version: Option<&str>) -> Reached {
-        Reached {
-            endpoint: session::endpoint("127.0.0.1:1".into(), None, None),
-            pid: None,
-            sys_version: sys_version.map(str::to_owned),
-        }
-    }
-
-    #[tokio::test]
-    async fn version_strings_name_their_kind() {
-        for (version, kind) in [
-            (Some("mosquitto version 2.0.11"), "mosquitto"),
-            (Some("mochi-mqtt v2.7.9"), "mochi-mqtt"),
-            (Some("RabbitMQ 4.0"), "rabbitmq"),
-            (Some("something else 1.0"), "mqtt"),
-            (None, "mqtt"),
-        ] {
-            let (found, description) = describe(&reached(version)).await.unwrap();
-            assert_eq!(found, kind, "{version:?}");
-            let shown = version.unwrap_or("unknown (the broker publishes no $SYS/broker/version)");
-            assert_eq!(description.version, shown);
-        }
-    }
-
-    #[tokio::test]
-    async fn unknown_schemes_are_refused_with_the_choices() {
-        let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, None).await.err().unwrap().to_string();
-        assert!(error.contains("unknown scheme `redis`"), "{error}");
-        assert!(error.contains("mqtt://"), "{error}");
-    }
-
-    #[tokio::test]
-    async fn remote_hosts_are_refused_before_any_connection() {
-        let spec = TargetSpec::parse("mqtt://10.1.2.3:1883").unwrap();
-        let error = open(&spec, None).await.err().unwrap().to_string();
-        assert!(error.contains("only sends load to this machine"), "{error}");
-    }
-
-    #[test]
-    fn broker_urls_parse_with_and_without_credentials() {
-        let url = BrokerUrl::parse("mqtt://u:p@127.0.0.1:1883").unwrap();
-        assert_eq!(url.addr(), "127.0.0.1:1883");
-        assert_eq!(url.username.as_deref(), Some("u"));
-        assert_eq!(url.password.as_deref(), Some("p"));
-        let bare = BrokerUrl::parse("tcp://localhost:1883/").unwrap();
-        assert_eq!((bare.host.as_str(), bare.port), ("localhost", 1883));
-        assert_eq!(
-            BrokerUrl::parse("mqtt://[::1]:1883").unwrap().addr(),
-            "[::1]:1883"
-        );
-        for bad in [
-            "http://127.0.0.1:1883",
-            "mqtt://127.0.0.1",
-            "mqtt://127.0.0.1:0",
-            "mqtt://127.0.0.1:99999",
-            "mqtt://:1883",
-            "mqtt://127.0.0.1:1883/topic",
-            "127.0.0.1:1883",
-        ] {
-            assert!(BrokerUrl::parse(bad).is_err(), "{bad} was accepted");
-        }
-    }
-}
+mod tests;

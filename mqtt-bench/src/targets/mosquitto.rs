@@ -1,6 +1,7 @@
 //! Mosquitto: recognised by its `$SYS/broker/version`; when its PID is given, the settings the
-//! seed matches (persistence, max_inflight_messages, max_queued_messages, max_packet_size) are
-//! read from the configuration file that process was started with (`-c FILE`).
+//! seed matches (persistence, max_inflight_messages, max_queued_messages, max_packet_size) and
+//! those that shape latency and connection storms (set_tcp_nodelay, max_connections) are read
+//! from the configuration file that process was started with (`-c FILE`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,12 +27,17 @@ impl BrokerKind for Mosquitto {
 }
 
 /// The settings seed 000 holds equal, with Mosquitto's defaults when the file does not set them.
-const SETTINGS: [(&str, &str); 5] = [
+const SETTINGS: [(&str, &str); 8] = [
     ("persistence", "false"),
     ("max_inflight_messages", "20"),
     ("max_queued_messages", "1000"),
     ("max_packet_size", "0"),
     ("message_size_limit", "0"),
+    // Nagle's algorithm on the broker's sockets: off only when this is true. With it on, a
+    // QoS 0 subscriber (which sends nothing back) has deliveries held until its delayed ACK.
+    ("set_tcp_nodelay", "false"),
+    ("max_connections", "-1"),
+    ("queue_qos0_messages", "false"),
 ];
 
 /// The seed's settings as the process `pid` runs them: `config:NAME → value` (the default,
@@ -86,6 +92,7 @@ mod tests {
         assert_eq!(settings["config:max_inflight_messages"], "64");
         assert_eq!(settings["config:max_queued_messages"], "1000");
         assert_eq!(settings["config:max_packet_size"], "0 (default)");
+        assert_eq!(settings["config:set_tcp_nodelay"], "false (default)");
         assert!(Mosquitto.names("mosquitto version 2.0.11"));
         assert!(settings_of(u32::MAX).is_empty());
     }

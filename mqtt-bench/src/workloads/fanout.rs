@@ -1,14 +1,9 @@
 //! Fan-out (scenario 2): one publisher, `--subscribers` subscribers on one topic; the figure is
 //! aggregate deliveries per second, every subscriber's ledger checked.
 
-use super::{Ctx, RoundOutcome, Row, delivered_round};
-use crate::opts::Opts;
+use super::{Ctx, RoundError, RoundOutcome, Row, delivered_round};
 
-pub fn name(opts: &Opts) -> String {
-    format!("fan-out 1→{}, qos{}", opts.subscribers, opts.fanout_qos)
-}
-
-pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, String> {
+pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, RoundError> {
     let spec = ctx.spec(row, ctx.opts.subscribers, ctx.opts.common.rate);
     let m = ctx.measure(spec).await?;
     Ok(delivered_round(m, row, label, ctx.opts.common.rate))

@@ -1,10 +1,11 @@
 //! Delivery latency (scenario 4): a publisher paced open loop at `--latency-rate`, one
-//! subscriber, QoS 0, 1 and 2; latency runs from each message's intended send time to its
-//! receipt, so a late publisher or a slow broker both show (no coordinated omission).
+//! subscriber, at each `--qos`; latency runs from each message's intended send time to its
+//! receipt, so a late publisher or a slow broker both show (no coordinated omission). Missed
+//! ticks and lost messages are kept beside it: a lost message has no latency sample.
 
-use super::{Ctx, RoundOutcome, Row, delivered_round};
+use super::{Ctx, RoundError, RoundOutcome, Row, delivered_round};
 
-pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, String> {
+pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, RoundError> {
     let rate = ctx.opts.latency_rate;
     let mut spec = ctx.spec(row, 1, Some(rate));
     spec.precise_pacing = true;

@@ -1,24 +1,35 @@
-//! The scenarios of seed 000's MQTT section, one file per family, and what they share: how a
-//! window is specified for a broker, measured with its resources, judged (a QoS 1/2 message
-//! lost is an error, a message never sent is an invalid result), and folded into a round.
+//! The scenarios, one file per family, and what they share: the rows a run makes (a scenario
+//! at one QoS), how a window is specified for a broker and measured with its resources, and
+//! the round a scenario hands back to be folded into its cell. How a round is judged lives in
+//! [`judge`].
 
 pub mod acked;
 pub mod fanout;
+pub mod judge;
 pub mod latency;
+pub mod many;
+pub mod persistent;
 pub mod qos0;
+pub mod retained;
+pub mod shared;
+pub mod storm;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use common::procstat::Usage;
 use common::results::Status;
 use common::window::WindowOutcome;
-use serde_json::json;
 
-use crate::engine::{WindowResult, WindowSpec};
+use crate::engine::lanes::LaneUsage;
+use crate::engine::{Owed, WindowSpec};
 use crate::message::Delivery;
 use crate::opts::{Opts, Scenario};
+use crate::protocol::conn::{ConnError, Session};
 use crate::session::{self, Link, Measured};
+
+pub use judge::{delivered_round, detail, judge, outcome};
 
 /// QoS 0: subscribers stop waiting for missing messages after this long with none arriving.
 const DRAIN_QUIET_QOS0: Duration = Duration::from_millis(500);
@@ -36,78 +47,147 @@ pub struct Row {
 }
 
 impl Row {
-    /// Clients of one window of this row: the publisher and its subscribers.
+    /// Clients of one window of this row.
     pub fn clients(&self, opts: &Opts) -> u32 {
-        let subscribers = match self.scenario {
-            Scenario::Fanout => opts.subscribers,
-            _ => 1,
+        let n = match self.scenario {
+            Scenario::Fanout => opts.subscribers + 1,
+            Scenario::ManyToMany => opts.many_to_many.publishers + opts.many_to_many.subscribers,
+            Scenario::Shared => opts.group + 1,
+            Scenario::Connect | Scenario::Idle => opts.clients as usize,
+            _ => 2,
         };
-        (subscribers + 1) as u32
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The row's family name without its QoS: the rows a QoS table sets side by side.
+    pub fn family(&self) -> String {
+        match self.name.rsplit_once(", qos") {
+            Some((family, _)) => family.to_owned(),
+            None => self.name.replace(&format!("qos{}", self.qos), "qos*"),
+        }
     }
 }
 
-/// The rows the chosen scenarios make, in the seed's order.
+/// The rows the chosen scenarios make, in order: one per QoS level each takes.
 pub fn rows(opts: &Opts) -> Vec<Row> {
-    let mut chosen = if opts.scenarios.is_empty() {
-        Scenario::ALL.to_vec()
-    } else {
-        opts.scenarios.clone()
-    };
-    chosen.sort();
-    chosen.dedup();
     let rate = common::human::format_rate(opts.latency_rate);
+    let m2m = opts.many_to_many;
     let mut rows = Vec::new();
-    for scenario in chosen {
-        let row = |qos, name: String, unit| Row {
-            scenario,
-            qos,
-            name,
-            unit,
-        };
-        match scenario {
-            Scenario::Qos1 => rows.push(row(1, acked::name(1, opts), "msg/s")),
-            Scenario::Fanout => rows.push(row(opts.fanout_qos, fanout::name(opts), "del/s")),
-            Scenario::Qos0 => rows.push(row(0, "qos0 delivered 1→1".into(), "msg/s")),
-            Scenario::Latency => {
-                for qos in 0..=2 {
-                    rows.push(row(qos, format!("latency qos{qos} @ {rate}/s"), "msg/s"));
-                }
-            }
-            Scenario::Qos2 => rows.push(row(2, acked::name(2, opts), "msg/s")),
+    for scenario in opts.chosen() {
+        for qos in scenario.qos_levels(&opts.qos) {
+            let (name, unit) = match scenario {
+                Scenario::Qos1 | Scenario::Qos2 => (acked::name(qos, opts), "msg/s"),
+                Scenario::Fanout => (format!("fan-out 1→{}, qos{qos}", opts.subscribers), "del/s"),
+                Scenario::Qos0 => ("qos0 delivered 1→1".into(), "msg/s"),
+                Scenario::Latency => (format!("latency @ {rate}/s, qos{qos}"), "msg/s"),
+                Scenario::Connect => (
+                    format!(
+                        "connect {} clients @ {}/s",
+                        common::human::format_rate(opts.clients as f64),
+                        common::human::format_rate(opts.connect_rate)
+                    ),
+                    "conn/s",
+                ),
+                Scenario::Idle => (
+                    format!(
+                        "idle {} clients",
+                        common::human::format_rate(opts.clients as f64)
+                    ),
+                    "conns",
+                ),
+                Scenario::ManyToMany => (
+                    format!(
+                        "many-to-many {}×{} over {} topics, qos{qos}",
+                        m2m.publishers, m2m.subscribers, opts.topics
+                    ),
+                    "del/s",
+                ),
+                Scenario::Shared => (format!("shared group of {}, qos{qos}", opts.group), "msg/s"),
+                Scenario::Retained => (
+                    format!(
+                        "retained {} to a new subscriber, qos{qos}",
+                        common::human::format_rate(opts.retained as f64)
+                    ),
+                    "msg/s",
+                ),
+                Scenario::Persistent => (
+                    format!(
+                        "persistent session, away {}, qos{qos}",
+                        common::human::format_duration(opts.away)
+                    ),
+                    "msg/s",
+                ),
+            };
+            rows.push(Row {
+                scenario,
+                qos,
+                name,
+                unit,
+            });
         }
     }
     rows
+}
+
+/// Each system's resident memory before its first connection storm, so memory per connection
+/// is measured against the same floor in every round (a broker's allocator keeps what an
+/// earlier storm freed, so a round's own before-and-after reads near zero from round 2 on).
+#[derive(Debug, Default)]
+pub struct Baselines {
+    pub broker_rss: BTreeMap<String, u64>,
+    pub client_rss: Option<u64>,
 }
 
 /// What a round needs besides the row: the options, the broker, and unique window numbers.
 pub struct Ctx<'a> {
     pub opts: &'a Opts,
     pub link: &'a Link,
+    /// The system's name, for its baselines.
+    pub system: &'a str,
     /// The run's own topic level (`{prefix}/{run tag}/…`).
     pub run_tag: &'a str,
     pub epoch: Instant,
-    pub payload: Arc<[u8]>,
+    pub payload: Bytes,
     /// Numbers every window of the run, so topics and client ids never repeat.
     pub next_window: &'a mut u32,
+    pub baselines: &'a mut Baselines,
 }
 
 impl Ctx<'_> {
-    /// A window's spec with the run's settings; each scenario changes what it needs.
-    pub fn spec(&mut self, row: &Row, subscribers: usize, rate_per_s: Option<f64>) -> WindowSpec {
+    /// The next window's number.
+    pub fn window(&mut self) -> u32 {
         let window = *self.next_window;
         *self.next_window += 1;
+        window
+    }
+
+    /// The topic level of window `window` of `row`.
+    pub fn topic_base(&self, row: &Row, window: u32) -> String {
+        format!(
+            "{}/{}/{}/{window}",
+            self.opts.topic_prefix,
+            self.run_tag,
+            row.scenario.word()
+        )
+    }
+
+    pub fn client_prefix(&self, window: u32) -> String {
+        format!("fairbench-{}-{window}", self.run_tag)
+    }
+
+    /// A window's spec with the run's settings: one publisher on the window's topic and
+    /// `subscribers` subscribers on it; each scenario changes what it needs.
+    pub fn spec(&mut self, row: &Row, subscribers: usize, rate_per_s: Option<f64>) -> WindowSpec {
+        let window = self.window();
         let opts = self.opts;
+        let topic = self.topic_base(row, window);
         WindowSpec {
             endpoint: self.link.endpoint.clone(),
-            topic: format!(
-                "{}/{}/{}/{window}",
-                opts.topic_prefix,
-                self.run_tag,
-                row.scenario.word()
-            ),
+            pub_topics: vec![topic.clone()],
+            sub_filters: vec![topic; subscribers],
+            owed: Owed::Each,
             pub_qos: row.qos,
             sub_qos: row.qos,
-            subscribers,
             inflight: opts.inflight,
             payload: self.payload.clone(),
             duration: opts.common.duration,
@@ -120,15 +200,50 @@ impl Ctx<'_> {
                 DRAIN_QUIET_ACKED
             },
             backlog: rate_per_s.is_none().then_some(opts.backlog),
+            topic_alias: true,
+            session: Session::CLEAN,
+            away: None,
             window_id: window,
-            client_prefix: format!("fairbench-{}-{window}", self.run_tag),
+            client_prefix: self.client_prefix(window),
             epoch: self.epoch,
         }
     }
 
     /// Runs one window with the broker's CPU and memory sampled through it.
-    pub async fn measure(&self, spec: WindowSpec) -> Result<Measured, String> {
-        session::measure(self.link, spec).await
+    pub async fn measure(&self, spec: WindowSpec) -> Result<Measured, RoundError> {
+        session::measure(self.link, spec)
+            .await
+            .map_err(RoundError::from)
+    }
+}
+
+/// A round that could not be measured: a refusal (the broker declined what the scenario
+/// needs, with its reason) or an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundError {
+    pub status: Status,
+    pub message: String,
+}
+
+impl From<ConnError> for RoundError {
+    fn from(e: ConnError) -> RoundError {
+        RoundError {
+            status: if e.is_refusal() {
+                Status::Refused
+            } else {
+                Status::Error
+            },
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<String> for RoundError {
+    fn from(message: String) -> RoundError {
+        RoundError {
+            status: Status::Error,
+            message,
+        }
     }
 }
 
@@ -147,123 +262,28 @@ pub struct RoundOutcome {
     /// Open loop: the publish rate asked for and achieved.
     pub target_rate: Option<f64>,
     pub accepted_rate: Option<f64>,
+    /// The client's lanes over the round.
+    pub lanes: LaneUsage,
+    /// Named figures of the round a scenario reports beside its headline (memory per
+    /// connection, CONNACK p99, balance …); the cell keeps their median over the rounds.
+    pub figures: BTreeMap<&'static str, f64>,
 }
 
 /// Runs one round of `row`.
-pub async fn run_round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, String> {
+pub async fn run_round(
+    row: &Row,
+    ctx: &mut Ctx<'_>,
+    label: &str,
+) -> Result<RoundOutcome, RoundError> {
     match row.scenario {
         Scenario::Qos1 | Scenario::Qos2 => acked::round(row, ctx, label).await,
         Scenario::Fanout => fanout::round(row, ctx, label).await,
         Scenario::Qos0 => qos0::round(row, ctx, label).await,
         Scenario::Latency => latency::round(row, ctx, label).await,
-    }
-}
-
-/// The statuses a window earns from its ledgers: a QoS 1/2 message lost or a QoS 2 message
-/// delivered twice is an error; a message that was never sent is an invalid result.
-pub fn judge(result: &WindowResult, qos: u8, label: &str) -> Vec<(Status, String)> {
-    let mut marks = Vec::new();
-    let d = &result.delivery;
-    if let Some(error) = &result.error {
-        marks.push((Status::Error, format!("{label}: {error}")));
-    }
-    if d.strays > 0 {
-        marks.push((
-            Status::Invalid,
-            format!(
-                "{label}: {} deliveries of messages that were never sent on this topic",
-                d.strays
-            ),
-        ));
-    }
-    if qos > 0 && d.lost > 0 {
-        marks.push((
-            Status::Error,
-            format!(
-                "{label}: {} QoS {qos} messages lost ({} sent to each of {} subscribers, {} delivered)",
-                d.lost,
-                result.publisher.sent,
-                result.clients - 1,
-                d.distinct
-            ),
-        ));
-    }
-    if qos == 2 && d.duplicates > 0 {
-        marks.push((
-            Status::Error,
-            format!(
-                "{label}: {} QoS 2 messages delivered twice (exactly once was broken)",
-                d.duplicates
-            ),
-        ));
-    }
-    marks
-}
-
-/// The common outcome of a window whose figure is `count` messages over `elapsed`.
-pub fn outcome(m: &Measured, count: u64, elapsed: Duration) -> WindowOutcome {
-    let mut recorder = m.result.recorder.clone();
-    recorder.counts.ok = count;
-    recorder.lag = m.result.publisher.lag.clone();
-    recorder.missed_ticks = m.result.publisher.missed_ticks;
-    WindowOutcome {
-        recorder,
-        workers: m.result.clients,
-        elapsed: elapsed.max(Duration::from_nanos(1)),
-        stuck_workers: m.result.stuck,
-        client_cpu_ns: m.client_cpu_ns,
-        client_busy: None,
-        busy_is_the_clients: false,
-        target_rate: None,
-    }
-}
-
-/// The per-round figures every scenario reports.
-pub fn detail(m: &Measured, figure_per_s: f64) -> serde_json::Value {
-    let r = &m.result;
-    let messages = r.delivery.distinct.max(r.publisher.acked).max(1) as f64;
-    json!({
-        "figure_per_s": figure_per_s,
-        "sent": r.publisher.sent,
-        "acked": r.publisher.acked,
-        "accepted_per_s": r.accepted_per_s(),
-        "delivered_per_s": r.delivered_per_s(),
-        "waited_on_broker_s": r.publisher.waited_on_broker.as_secs_f64(),
-        "delivery": r.delivery,
-        "client_cpu_ns_per_msg": m.client_cpu_ns as f64 / messages,
-        "broker_cpu_ns_per_msg": m.usage.cpu_ns.map(|ns| ns as f64 / messages),
-        "broker_peak_rss_bytes": m.usage.peak_rss_bytes,
-        "client_peak_rss_bytes": m.usage.client_peak_rss_bytes,
-        "ack_latency_ns": r.publisher.ack_latency.as_ref().and_then(common::recorder::percentiles),
-    })
-}
-
-/// A round whose figure is the delivered rate (fan-out, latency).
-pub fn delivered_round(m: Measured, row: &Row, label: &str, target: Option<f64>) -> RoundOutcome {
-    let r = &m.result;
-    let elapsed = r.last_delivery.max(r.publisher.send_elapsed);
-    let mut marks = judge(r, row.qos, label);
-    if let Some(rate) = target
-        && r.accepted_per_s() < 0.95 * rate
-        && r.publisher.waited_on_broker < r.publisher.send_elapsed / 20
-    {
-        marks.push((
-            Status::ClientLimited,
-            format!(
-                "{label}: published {}/s of the {}/s asked, without waiting on the broker",
-                common::human::format_rate(r.accepted_per_s()),
-                common::human::format_rate(rate)
-            ),
-        ));
-    }
-    RoundOutcome {
-        outcome: outcome(&m, r.delivery.distinct, elapsed),
-        marks,
-        detail: detail(&m, r.delivered_per_s()),
-        delivery: r.delivery,
-        messages: r.delivery.distinct,
-        usage: m.usage,
-        target_rate: target,
-        accepted_rate: target.map(|_| r.accepted_per_s()),
+        Scenario::Connect | Scenario::Idle => storm::round(row, ctx, label).await,
+        Scenario::ManyToMany => many::round(row, ctx, label).await,
+        Scenario::Shared => shared::round(row, ctx, label).await,
+        Scenario::Retained => retained::round(row, ctx, label).await,
+        Scenario::Persistent => persistent::round(row, ctx, label).await,
     }
 }

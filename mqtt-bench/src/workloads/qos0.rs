@@ -10,7 +10,10 @@ use common::human::format_rate;
 use common::results::Status;
 use serde_json::json;
 
-use super::{Ctx, RoundOutcome, Row, detail, judge, outcome};
+use std::collections::BTreeMap;
+
+use super::judge::CLIENT_BUSY;
+use super::{Ctx, RoundError, RoundOutcome, Row, detail, judge, outcome};
 use crate::session::Measured;
 
 /// A step fell short of its rate when it published less than this share of it.
@@ -27,8 +30,11 @@ pub enum Step {
     BrokerLimited,
     /// More loss than the bound.
     Lossy,
-    /// The client did not publish at the offered rate and was not held back by the broker.
+    /// The client did not publish at the offered rate: its lane was busy all the window.
     ClientLimited,
+    /// Short of the offered rate, neither waiting on the broker nor busy: the target was not
+    /// reached for a reason the client cannot see (a stalled machine); it gives no figure.
+    NotReached,
 }
 
 impl Step {
@@ -38,6 +44,7 @@ impl Step {
             Step::BrokerLimited => "broker-limited",
             Step::Lossy => "lossy",
             Step::ClientLimited => "client-limited",
+            Step::NotReached => "target not reached",
         }
     }
 
@@ -47,27 +54,34 @@ impl Step {
     }
 }
 
+/// What the publisher and the subscriber saw in one step.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    pub offered: f64,
+    pub accepted: f64,
+    pub loss: f64,
+    pub waited: Duration,
+    pub window: Duration,
+    /// The publisher's lane: on a CPU or waiting for one, as a share of the window.
+    pub busy: f64,
+}
+
 /// Classifies a step from what the publisher and the subscriber saw.
-pub fn classify(
-    offered: f64,
-    accepted: f64,
-    loss: f64,
-    max_loss: f64,
-    waited: Duration,
-    window: Duration,
-) -> Step {
-    if loss > max_loss {
+pub fn classify(seen: Seen, max_loss: f64) -> Step {
+    if seen.loss > max_loss {
         Step::Lossy
-    } else if accepted >= SHORT * offered {
+    } else if seen.accepted >= SHORT * seen.offered {
         Step::Ok
-    } else if waited.as_secs_f64() >= WAITED * window.as_secs_f64() {
+    } else if seen.waited.as_secs_f64() >= WAITED * seen.window.as_secs_f64() {
         Step::BrokerLimited
-    } else {
+    } else if seen.busy >= CLIENT_BUSY {
         Step::ClientLimited
+    } else {
+        Step::NotReached
     }
 }
 
-pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, String> {
+pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, RoundError> {
     let opts = ctx.opts;
     let mut steps = Vec::new();
     let mut best: Option<(f64, Measured)> = None;
@@ -80,12 +94,15 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         let step_label = format!("{label} at {}/s", format_rate(offered));
         let failed = judge(r, 0, &step_label);
         let step = classify(
-            offered,
-            r.accepted_per_s(),
-            r.delivery.loss_fraction(),
+            Seen {
+                offered,
+                accepted: r.accepted_per_s(),
+                loss: r.delivery.loss_fraction(),
+                waited: r.publisher.waited_on_broker,
+                window: opts.common.duration,
+                busy: r.lanes.busy_of(0),
+            },
             opts.max_loss,
-            r.publisher.waited_on_broker,
-            opts.common.duration,
         );
         let delivered = r.delivered_per_s();
         let mut figures = detail(&m, delivered);
@@ -107,7 +124,7 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         Some((_, m)) => m,
         None => {
             marks.push((Status::Error, no_figure(label, &steps, opts.max_loss)));
-            first.ok_or_else(|| "the sweep has no rates".to_owned())?
+            first.ok_or_else(|| RoundError::from("the sweep has no rates".to_owned()))?
         }
     };
     let r = &chosen.result;
@@ -121,6 +138,8 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         usage: chosen.usage,
         target_rate: None,
         accepted_rate: None,
+        lanes: r.lanes.clone(),
+        figures: BTreeMap::from([("client_busy_share", r.lanes.busiest())]),
     })
 }
 
@@ -143,24 +162,28 @@ mod tests {
 
     #[test]
     fn steps_are_told_apart_by_loss_shortfall_and_waiting() {
-        let w = Duration::from_secs(10);
-        let c = |accepted, loss, waited_ms| {
+        let c = |accepted, loss, waited_ms, busy| {
             classify(
-                100_000.0,
-                accepted,
-                loss,
+                Seen {
+                    offered: 100_000.0,
+                    accepted,
+                    loss,
+                    waited: Duration::from_millis(waited_ms),
+                    window: Duration::from_secs(10),
+                    busy,
+                },
                 0.001,
-                Duration::from_millis(waited_ms),
-                w,
             )
         };
-        assert_eq!(c(99_000.0, 0.0, 0), Step::Ok);
-        assert_eq!(c(99_000.0, 0.01, 0), Step::Lossy);
+        assert_eq!(c(99_000.0, 0.0, 0, 0.3), Step::Ok);
+        assert_eq!(c(99_000.0, 0.01, 0, 0.3), Step::Lossy);
         // Short, but the publisher spent 3 s waiting for the socket: the broker's pace.
-        assert_eq!(c(60_000.0, 0.0, 3_000), Step::BrokerLimited);
-        // Short without waiting: the client could not keep up.
-        assert_eq!(c(60_000.0, 0.0, 10), Step::ClientLimited);
+        assert_eq!(c(60_000.0, 0.0, 3_000, 0.3), Step::BrokerLimited);
+        // Short without waiting, its lane busy all the time: the client could not keep up.
+        assert_eq!(c(60_000.0, 0.0, 10, 0.97), Step::ClientLimited);
+        // Short, neither waiting nor busy: not the client's doing, and no figure either.
+        assert_eq!(c(60_000.0, 0.0, 10, 0.4), Step::NotReached);
         assert!(Step::BrokerLimited.counts() && !Step::ClientLimited.counts());
-        assert!(!Step::Lossy.counts());
+        assert!(!Step::Lossy.counts() && !Step::NotReached.counts());
     }
 }

@@ -1,7 +1,13 @@
 //! mqtt-bench's report, pure functions of a [`Report`]: the seed's table (scenario rows, one
-//! column per broker, the ratio against the reference), the QoS 0 sweep, the delivery ledger
-//! (lost, duplicated, out of order) and what each broker cost in CPU and memory, as the
-//! terminal summary and `report.md` ([`MqttReport`]); the notes every run carries.
+//! column per system, the ratio against the reference; latency with its lost messages and
+//! missed ticks beside it), the QoS 0 sweep, the QoS levels side by side per broker, the
+//! connection storms, the scenarios' own figures, the delivery ledger (lost, duplicated, out
+//! of order) and what each broker cost in CPU and memory, as the terminal summary and
+//! `report.md` ([`MqttReport`]); the notes every run carries.
+
+mod qos;
+
+pub use qos::{figures_table, qos_tables, storm_table};
 
 use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
@@ -9,6 +15,7 @@ use common::report::{Table, judge, median_and_range, problems, run_line};
 use common::results::{Cell, Metric, Report, Status, SystemInfo, VerdictKind};
 
 use crate::opts::Opts;
+use crate::os::FdLimit;
 
 fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
     report
@@ -46,6 +53,36 @@ fn is_latency(cell: &Cell) -> bool {
     cell.workload.starts_with("latency")
 }
 
+/// A latency row's p50 / p99 / p99.9 over every message owed (a percentile the lost messages
+/// reach is "lost"), with the lost messages and the publisher's missed ticks beside it.
+fn latency_headline(cell: &Cell) -> String {
+    let of_sent = cell.extra.get("latency_of_sent_ns");
+    let at = |key: &str, fallback: Option<u64>| match of_sent.map(|v| &v[key]) {
+        Some(serde_json::Value::Null) => "lost".to_owned(),
+        Some(v) if v.is_u64() => format_latency_ns(v.as_u64().unwrap_or(0)),
+        _ => fallback.map_or("–".into(), format_latency_ns),
+    };
+    let Some(l) = cell.latency_ns else {
+        return "–".into();
+    };
+    let mut text = format!(
+        "{} / {} / {}",
+        at("p50", Some(l.p50)),
+        at("p99", Some(l.p99)),
+        at("p999", Some(l.p999))
+    );
+    let lost = cell
+        .extra
+        .get("delivery")
+        .and_then(|d| d["lost"].as_u64())
+        .unwrap_or(0);
+    let missed = cell.missed_ticks.unwrap_or(0);
+    if lost > 0 || missed > 0 {
+        text.push_str(&format!(" · lost {lost} · missed ticks {missed}"));
+    }
+    text
+}
+
 /// A cell's headline: the median rate with its round range, or for latency rows
 /// p50 / p99 / p99.9; a cell that is not ok shows its status.
 fn headline(cell: &Cell) -> String {
@@ -53,14 +90,7 @@ fn headline(cell: &Cell) -> String {
         return cell.status.as_str().to_owned();
     }
     if is_latency(cell) {
-        return cell.latency_ns.map_or("–".into(), |l| {
-            format!(
-                "{} / {} / {}",
-                format_latency_ns(l.p50),
-                format_latency_ns(l.p99),
-                format_latency_ns(l.p999)
-            )
-        });
+        return latency_headline(cell);
     }
     cell.usable_throughput()
         .map_or("–".into(), median_and_range)
@@ -262,6 +292,9 @@ pub fn resources_table(report: &Report) -> Table {
 fn tables(report: &Report) -> Vec<Table> {
     let mut tables = vec![seed_table(report)];
     tables.extend(sweep_table(report));
+    tables.extend(qos_tables(report));
+    tables.extend(storm_table(report));
+    tables.extend(figures_table(report));
     tables.push(delivery_table(report));
     tables.push(resources_table(report));
     tables
@@ -364,9 +397,9 @@ impl ToolReport for MqttReport {
 }
 
 /// What a reader must know about how the figures were made.
-pub fn notes(opts: &Opts, systems: &[SystemInfo]) -> Vec<String> {
+pub fn notes(opts: &Opts, systems: &[SystemInfo], fd: &FdLimit) -> Vec<String> {
     let mut notes = vec![
-        "Client and brokers share this machine: mqtt-bench's CPU is taken from the brokers' (its own CPU per message is reported beside theirs).".to_owned(),
+        "mqtt-bench's own CPU is that of its client lanes (threads), read from the kernel in nanoseconds; it is reported per message beside each broker's.".to_owned(),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
         format!(
             "QoS 0 1→1 is the highest delivered rate with loss ≤ {:.2}% at a publish rate mqtt-bench did not limit; a broker that slowed its publisher through TCP counts at the rate it delivered. Delivered rates are never compared with accepted ones.",
@@ -376,8 +409,22 @@ pub fn notes(opts: &Opts, systems: &[SystemInfo]) -> Vec<String> {
             "Closed-loop publishers stay at most {} messages ahead of their slowest subscriber, so broker queues stay bounded; rates count to the last delivery (or acknowledgement).",
             opts.backlog
         ),
-        "A QoS 1/2 message lost, or a QoS 2 message delivered twice, makes its cell an error; QoS 0 loss is reported in the ledger.".to_owned(),
+        "A QoS 1/2 message lost, or a QoS 2 message delivered twice, makes its cell an error; QoS 0 loss is reported in the ledger, and beside each latency (a percentile the lost messages reach reads \"lost\").".to_owned(),
+        "A paced publisher that fell short is client-limited only when its lane was on or waiting for a CPU 90% of the window; otherwise the broker did not take the target rate (\"target not reached\" in the round's detail).".to_owned(),
+        format!(
+            "Open files: the soft limit was {} and is {} (hard limit {}); {}.",
+            fd.soft_before,
+            fd.soft,
+            fd.hard,
+            fd.note.unwrap_or("")
+        ),
     ];
+    if systems
+        .iter()
+        .any(|s| s.location == common::results::Location::Remote)
+    {
+        notes.push("A broker on another host is reached over the network: its CPU and memory cannot be measured from here, and its latency includes the network's.".into());
+    }
     if systems
         .iter()
         .any(|s| s.labels.iter().any(|l| l == "embedded"))

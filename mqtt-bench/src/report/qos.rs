@@ -1,0 +1,251 @@
+//! The tables beside the seed's: per broker, QoS 0, 1 and 2 side by side for every scenario
+//! that takes a QoS (delivered rate, latency, CPU per message of client and broker, lost /
+//! duplicated / reordered); the connection storms (connections per second, CONNACK latency,
+//! memory per connection of the broker and of the client); and the scenarios' own figures
+//! (shared-subscription balance, time to all retained messages, a resumed session's backlog).
+
+use common::human::{format_bytes, format_latency_ns, format_rate};
+use common::report::Table;
+use common::results::{Cell, Report, Status};
+
+fn qos_of(cell: &Cell) -> Option<u8> {
+    let (_, qos) = cell.workload.rsplit_once("qos")?;
+    qos.chars().next()?.to_digit(10).map(|q| q as u8)
+}
+
+/// A workload name without its QoS: the family a QoS table sets side by side.
+fn family(workload: &str) -> String {
+    match workload.rsplit_once(", qos") {
+        Some((family, _)) => family.to_owned(),
+        None => workload.replace("qos1", "qos*").replace("qos2", "qos*"),
+    }
+}
+
+fn figure(cell: &Cell, key: &str) -> Option<f64> {
+    cell.extra.get("figures")?.get(key)?.as_f64()
+}
+
+fn is_storm(cell: &Cell) -> bool {
+    cell.workload.starts_with("connect ") || cell.workload.starts_with("idle ")
+}
+
+fn ns(value: Option<f64>) -> String {
+    value.map_or("–".into(), |v| format!("{v:.0} ns"))
+}
+
+/// One broker's QoS table.
+fn qos_table(report: &Report, system: &str) -> Option<Table> {
+    let cells: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == system && !is_storm(c) && qos_of(c).is_some())
+        .collect();
+    let mut families: Vec<String> = Vec::new();
+    for c in &cells {
+        let f = family(&c.workload);
+        if !families.contains(&f) {
+            families.push(f);
+        }
+    }
+    let mut rows = Vec::new();
+    for f in &families {
+        let at = |qos: u8| {
+            cells
+                .iter()
+                .find(|c| family(&c.workload) == *f && qos_of(c) == Some(qos))
+        };
+        let line = |what: &str, show: &dyn Fn(&Cell) -> String| {
+            let mut row = vec![format!("{f}: {what}")];
+            row.extend((0..=2).map(|q| at(q).map_or("–".into(), |c| show(c))));
+            row
+        };
+        rows.push(line("figure", &|c| {
+            if c.status != Status::Ok {
+                return c.status.as_str().to_owned();
+            }
+            c.throughput.as_ref().map_or("–".into(), |t| {
+                format!("{} {}", format_rate(t.median), c.unit)
+            })
+        }));
+        rows.push(line("latency p50 / p99", &|c| {
+            c.latency_ns.map_or("–".into(), |l| {
+                format!(
+                    "{} / {}",
+                    format_latency_ns(l.p50),
+                    format_latency_ns(l.p99)
+                )
+            })
+        }));
+        rows.push(line("CPU per message, client / broker", &|c| {
+            let broker = c
+                .extra
+                .get("broker_cpu_ns_per_msg")
+                .and_then(|v| v.as_f64());
+            format!("{} / {}", ns(c.client_cpu_ns_per_op), ns(broker))
+        }));
+        rows.push(line("lost / duplicated / reordered", &|c| {
+            let d = c.extra.get("delivery");
+            let n = |k: &str| d.and_then(|d| d[k].as_u64()).unwrap_or(0);
+            format!(
+                "{} / {} / {}",
+                n("lost"),
+                n("duplicates"),
+                n("out_of_order")
+            )
+        }));
+    }
+    (!rows.is_empty()).then(|| Table {
+        title: format!("{system}: QoS 0, 1 and 2 side by side (median of the measured rounds)"),
+        header: ["scenario", "QoS 0", "QoS 1", "QoS 2"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        numeric: true,
+    })
+}
+
+/// Per broker, the QoS levels as columns.
+pub fn qos_tables(report: &Report) -> Vec<Table> {
+    report
+        .systems
+        .iter()
+        .filter_map(|s| qos_table(report, &s.name))
+        .collect()
+}
+
+/// The connection storms, one column per system.
+pub fn storm_table(report: &Report) -> Option<Table> {
+    let workloads: Vec<&str> = {
+        let mut seen: Vec<&str> = Vec::new();
+        for c in report.cells.iter().filter(|c| is_storm(c)) {
+            if !seen.contains(&c.workload.as_str()) {
+                seen.push(&c.workload);
+            }
+        }
+        seen
+    };
+    if workloads.is_empty() {
+        return None;
+    }
+    let metrics: [(&str, &dyn Fn(&Cell) -> String); 6] = [
+        ("connections/s sustained (held at the end, idle)", &|c| {
+            if c.status == Status::Refused {
+                return "refused".into();
+            }
+            c.throughput
+                .as_ref()
+                .map_or("–".into(), |t| format_rate(t.median))
+        }),
+        ("CONNACK p50 / p99 (idle: ping round trip)", &|c| {
+            c.latency_ns.map_or("–".into(), |l| {
+                format!(
+                    "{} / {}",
+                    format_latency_ns(l.p50),
+                    format_latency_ns(l.p99)
+                )
+            })
+        }),
+        ("broker RSS per connection", &|c| {
+            figure(c, "broker_rss_per_conn_bytes").map_or("–".into(), |b| format_bytes(b as u64))
+        }),
+        ("client RSS per connection", &|c| {
+            figure(c, "client_rss_per_conn_bytes").map_or("–".into(), |b| format_bytes(b as u64))
+        }),
+        ("refused / timed out / failed / dropped", &|c| {
+            let n = |k| figure(c, k).map_or("–".into(), |v| format!("{v:.0}"));
+            format!(
+                "{} / {} / {} / {}",
+                n("refused"),
+                n("timed_out"),
+                n("failed"),
+                n("dropped")
+            )
+        }),
+        (
+            "broker CPU per connection (idle: per connection-second)",
+            &|c| ns(figure(c, "broker_cpu_ns_per_conn").or(figure(c, "broker_cpu_ns_per_conn_s"))),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for w in &workloads {
+        for (what, show) in &metrics {
+            let mut row = vec![format!("{w}: {what}")];
+            row.extend(report.systems.iter().map(|s| {
+                report
+                    .cells
+                    .iter()
+                    .find(|c| c.workload == *w && c.system == s.name)
+                    .map_or("–".into(), |c| show(c))
+            }));
+            rows.push(row);
+        }
+    }
+    let mut header = vec!["connection storm".to_owned()];
+    header.extend(report.systems.iter().map(|s| s.name.clone()));
+    Some(Table {
+        title: "Connection storms (median of the measured rounds; memory per connection over the system's memory before its first storm)".into(),
+        header,
+        rows,
+        numeric: true,
+    })
+}
+
+/// Each scenario's own figures, one column per system.
+pub fn figures_table(report: &Report) -> Option<Table> {
+    const SHOWN: [(&str, &str); 6] = [
+        ("min_share", "smallest consumer's share"),
+        ("max_share", "largest consumer's share"),
+        ("time_to_all_s", "time to every retained message"),
+        ("queued_while_away", "messages queued while away"),
+        ("catch_up_s", "catch-up after resuming"),
+        ("client_busy_share", "busiest client lane"),
+    ];
+    let mut rows = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for c in report.cells.iter().filter(|c| !is_storm(c)) {
+        if seen.contains(&c.workload.as_str()) {
+            continue;
+        }
+        seen.push(&c.workload);
+        for (key, what) in SHOWN {
+            let values: Vec<String> = report
+                .systems
+                .iter()
+                .map(|s| {
+                    report
+                        .cells
+                        .iter()
+                        .find(|x| x.workload == c.workload && x.system == s.name)
+                        .and_then(|x| figure(x, key))
+                        .map_or("–".into(), |v| match key {
+                            "min_share" | "max_share" | "client_busy_share" => {
+                                format!("{:.0}%", v * 100.0)
+                            }
+                            "queued_while_away" => format!("{v:.0}"),
+                            _ => format!("{v:.3} s"),
+                        })
+                })
+                .collect();
+            // The busiest lane is shown only where it says something: 90% or more.
+            let worth = key != "client_busy_share"
+                || report
+                    .cells
+                    .iter()
+                    .filter(|x| x.workload == c.workload)
+                    .any(|x| figure(x, key).is_some_and(|v| v >= 0.9));
+            if worth && values.iter().any(|v| v != "–") {
+                let mut row = vec![format!("{}: {what}", c.workload)];
+                row.extend(values);
+                rows.push(row);
+            }
+        }
+    }
+    let mut header = vec!["scenario".to_owned()];
+    header.extend(report.systems.iter().map(|s| s.name.clone()));
+    (!rows.is_empty()).then(|| Table {
+        title: "Scenario figures (median of the measured rounds)".into(),
+        header,
+        rows,
+        numeric: true,
+    })
+}
