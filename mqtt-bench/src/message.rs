@@ -146,8 +146,10 @@ impl Ledger {
     /// group, whichever member receives it. A message two members received is a duplicate.
     pub fn settle_group(members: &[&Ledger], sent: u64) -> Delivery {
         let words = members.iter().map(|l| l.seen.len()).max().unwrap_or(0);
-        let mut union = Ledger::default();
-        union.seen = vec![0; words];
+        let mut union = Ledger {
+            seen: vec![0; words],
+            ..Ledger::default()
+        };
         let mut received = 0;
         let mut duplicates = 0;
         let mut out_of_order = 0;

@@ -44,7 +44,8 @@ fn main() -> anyhow::Result<()> {
         TargetSpec::parse(&format!("sqlite:{}", path.display())).map_err(anyhow::Error::msg)?;
 
     let (layered, filtered, bare) = runtime.block_on(async {
-        let mut target = sql_bench::targets::open(&spec, dir.path()).await?;
+        let mut target =
+            sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(dir.path())).await?;
         target.create_collection(&COLLECTION).await?;
         let mut session = target.open_doc_session(&COLLECTION).await?;
         for batch in data.fill_batches(5_000) {

@@ -138,9 +138,10 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
     let _servers = lock_servers();
     block_on(async {
         let spec = TargetSpec::parse(&url).unwrap();
-        let mut target = sql_bench::targets::open(&spec, Path::new("/tmp"))
-            .await
-            .unwrap();
+        let mut target =
+            sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(Path::new("/tmp")))
+                .await
+                .unwrap();
         target.describe(Durability::C0).await.unwrap();
         target.create_collection(&COLLECTION).await.unwrap();
         let mut session = target.open_doc_session(&COLLECTION).await.unwrap();

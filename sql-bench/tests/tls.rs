@@ -32,10 +32,10 @@ fn read_run(out: &Path, target: &str, extra: &[&str]) -> anyhow::Result<Summary>
 
 /// A refusal: one line, and no results folder.
 fn refused(out: &Path, target: &str, extra: &[&str]) -> String {
-    let error = read_run(out, target, extra)
-        .err()
-        .expect("refused")
-        .to_string();
+    let error = match read_run(out, target, extra) {
+        Ok(_) => panic!("{target} was measured, not refused"),
+        Err(e) => e.to_string(),
+    };
     assert!(!error.contains('\n'), "one line: {error}");
     assert!(!out.exists(), "nothing made for a refused run");
     error

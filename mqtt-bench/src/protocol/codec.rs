@@ -544,7 +544,7 @@ fn read_v5(
             return Ok(None);
         }
         Err(m5::Error::PayloadSizeLimitExceeded { pkt_size, .. }) => {
-            return Err(CodecError::TooLarge(pkt_size as usize, max));
+            return Err(CodecError::TooLarge(pkt_size, max));
         }
         Err(e) => return Err(CodecError::Malformed(e.to_string())),
     };

@@ -113,6 +113,9 @@ pub fn qos_tables(report: &Report) -> Vec<Table> {
         .collect()
 }
 
+/// A row of the table: its label and how a cell shows it.
+type Metric<'a> = (&'a str, &'a dyn Fn(&Cell) -> String);
+
 /// The connection storms, one column per system.
 pub fn storm_table(report: &Report) -> Option<Table> {
     let workloads: Vec<&str> = {
@@ -127,7 +130,7 @@ pub fn storm_table(report: &Report) -> Option<Table> {
     if workloads.is_empty() {
         return None;
     }
-    let metrics: [(&str, &dyn Fn(&Cell) -> String); 6] = [
+    let metrics: [Metric; 6] = [
         ("connections/s sustained (held at the end, idle)", &|c| {
             if c.status == Status::Refused {
                 return "refused".into();
@@ -175,7 +178,7 @@ pub fn storm_table(report: &Report) -> Option<Table> {
                     .cells
                     .iter()
                     .find(|c| c.workload == *w && c.system == s.name)
-                    .map_or("–".into(), |c| show(c))
+                    .map_or("–".into(), show)
             }));
             rows.push(row);
         }

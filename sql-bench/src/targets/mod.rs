@@ -67,6 +67,15 @@ impl Reach {
         }
     }
 
+    /// For a target opened outside a run (examples, tests): embedded databases in `dir`, no
+    /// secrets beyond the URL's, certificates verified.
+    pub fn local(dir: &std::path::Path) -> Reach {
+        Reach {
+            results_dir: dir.to_owned(),
+            ..Reach::default()
+        }
+    }
+
     /// `spec`'s URL with the password its file or variable holds (the URL's own wins). It
     /// holds the secret: hand it to the client, never print it.
     pub fn url(&self, spec: &TargetSpec) -> String {

@@ -154,7 +154,7 @@ impl YcsbTarget for PostgresTarget {
         size: usize,
         table: &'a YcsbTable,
     ) -> BoxFuture<'a, Result<Box<dyn YcsbWorkers>, TargetError>> {
-        let (config, identity) = (self.config.clone(), self.identity.clone());
+        let (config, identity) = (self.link.clone(), self.identity.clone());
         let sql = Arc::new(Sql::of(table));
         let connector: Connector<PgYcsb> = Arc::new(move || {
             let (config, identity, sql) = (config.clone(), identity.clone(), sql.clone());
