@@ -93,6 +93,53 @@ pub struct CommonOpts {
     #[arg(long = "password-file", value_name = "NAME=FILE", value_parser = PasswordFile::parse)]
     #[serde(default)]
     pub password_files: Vec<PasswordFile>,
+
+    /// This worker's place among --worker-count workers driving one target as one run
+    /// (0 … N−1); a Kubernetes Indexed Job sets JOB_COMPLETION_INDEX for each pod.
+    #[arg(
+        long,
+        env = "JOB_COMPLETION_INDEX",
+        default_value_t = 0,
+        value_name = "I"
+    )]
+    #[serde(default)]
+    pub worker_index: u32,
+
+    /// Workers (client machines) of one run: each drives its share of the connections, the
+    /// rate and the keys (`common::scale::Segment`); `TOOL merge` makes one run of their results.
+    #[arg(long, default_value = "1", value_parser = positive_u32, value_name = "N")]
+    #[serde(default = "one_worker")]
+    pub worker_count: u32,
+
+    /// The id every worker of one run shares (the merge refuses parts of different runs).
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub run_id: Option<String>,
+
+    /// Worker 0's start barrier, HOST:PORT: worker 0 listens on PORT, the others connect, and
+    /// every measured window starts when all N are there.
+    #[arg(long, value_name = "HOST:PORT")]
+    #[serde(default)]
+    pub barrier: Option<String>,
+
+    /// Longest any worker waits at the barrier (for the others, or for worker 0's preparation)
+    /// before every worker stops with the barrier's exit code (3).
+    #[arg(long, default_value = "300s", value_parser = human::parse_duration)]
+    #[serde(
+        rename = "barrier_timeout_s",
+        serialize_with = "seconds",
+        deserialize_with = "from_seconds",
+        default = "default_barrier_timeout"
+    )]
+    pub barrier_timeout: Duration,
+}
+
+fn one_worker() -> u32 {
+    1
+}
+
+fn default_barrier_timeout() -> Duration {
+    Duration::from_secs(300)
 }
 
 /// The practical threshold of a verdict unless `--threshold` says otherwise.
@@ -134,7 +181,7 @@ impl CommonOpts {
                 ));
             }
         }
-        Ok(())
+        crate::scale::validate(self)
     }
 
     /// The targets to measure: those named with `--target`, or else the tool's embedded

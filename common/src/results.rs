@@ -71,6 +71,12 @@ pub struct Report {
     /// Tool-specific sections (a recall curve, a batch-size sweep, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// One worker's part of a run of several (`--worker-count`): which, where, its barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<crate::scale::WorkerInfo>,
+    /// A merged run: every worker's block and its own figures of each cell (the spread).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::scale::merge::WorkerPart>,
 }
 
 impl Report {
@@ -108,6 +114,8 @@ impl Report {
             no_verdicts: Vec::new(),
             notes: Vec::new(),
             extra: BTreeMap::new(),
+            worker: None,
+            workers: Vec::new(),
         }
     }
 
