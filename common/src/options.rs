@@ -181,7 +181,7 @@ impl CommonOpts {
                 ));
             }
         }
-        crate::scale::validate(self)
+        validate_workers(self)
     }
 
     /// The targets to measure: those named with `--target`, or else the tool's embedded
@@ -192,6 +192,43 @@ impl CommonOpts {
         }
         Ok(self.targets.clone())
     }
+}
+
+/// The worker flags that only make sense together (called by [`CommonOpts::validate`]; see `crate::scale`).
+fn validate_workers(common: &CommonOpts) -> Result<(), String> {
+    let (index, count) = (common.worker_index, common.worker_count);
+    if index >= count {
+        return Err(format!(
+            "--worker-index {index} is not below --worker-count {count} (workers are numbered 0 … {})",
+            count.saturating_sub(1)
+        ));
+    }
+    if let Some(id) = &common.run_id
+        && (id.is_empty() || id.chars().any(char::is_whitespace))
+    {
+        return Err(format!("--run-id `{id}` must be one word (no spaces)"));
+    }
+    if count > 1 {
+        if common.run_id.is_none() {
+            return Err(format!(
+                "--worker-count {count} needs --run-id ID, the same for every worker of the run"
+            ));
+        }
+        match &common.barrier {
+            None => {
+                return Err(format!(
+                    "--worker-count {count} needs --barrier HOST:PORT (worker 0 listens there, the others connect)"
+                ));
+            }
+            Some(address) => crate::scale::barrier::parse_address(address)?,
+        };
+        if common.output.is_none() {
+            return Err(
+                "--worker-count above 1 needs --output DIR: each worker writes its own part for `merge`".into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn positive_u32(text: &str) -> Result<u32, String> {

@@ -1,7 +1,14 @@
-//! The `geo-bench` command: parse, run, print the error chain on failure.
-
-use clap::Parser;
+//! The `geo-bench` command: parse, run (or compare, report, merge, print a manifest), print
+//! the error chain on failure.
 
 fn main() -> std::process::ExitCode {
-    common::run::exit(geo_bench::run(geo_bench::Opts::parse()))
+    let opts: geo_bench::Opts = common::cli::parse();
+    match &opts.tooling {
+        Some(tooling) => common::cli::exit(common::cli::run_tooling(
+            tooling,
+            "geo-bench",
+            &geo_bench::report::GeoReport,
+        )),
+        None => common::run::exit(geo_bench::run(opts)),
+    }
 }

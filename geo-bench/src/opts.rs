@@ -23,8 +23,18 @@ pub enum Family {
 }
 
 #[derive(Parser, Serialize, Deserialize, Debug, Clone)]
-#[command(name = "geo-bench", version, about)]
+#[command(
+    name = "geo-bench",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Opts {
+    /// `compare`, `report`, `merge` or `k8s-manifest` instead of a run.
+    #[command(subcommand)]
+    #[serde(skip)]
+    pub tooling: Option<common::cli::Tooling>,
+
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonOpts,

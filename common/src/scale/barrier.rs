@@ -248,7 +248,11 @@ impl Barrier {
                 ..
             } => lead(hello, incoming, peers, self.round, payload, deadline).await,
             Role::Follower { reader, writer } => {
+                // Worker 0 may arrive a whole timeout after this worker (its preparation)
+                // and then wait a timeout for the others: it, not this worker, says who is
+                // missing.
                 let rtt = self.record.rtt_ns;
+                let deadline = deadline + self.timeout;
                 follow(reader, writer, self.round, payload, rtt, deadline).await
             }
         };

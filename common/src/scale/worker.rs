@@ -1,11 +1,10 @@
 //! One worker of a run as a tool sees it: its [`Segment`], its barrier (none in a run without
 //! workers, where every call is free), and the `worker` block its results carry.
 
-use serde::{Deserialize, Serialize};
-
-use super::barrier::{Barrier, BarrierError, BarrierRecord, Hello};
+use super::barrier::{Barrier, BarrierError, Hello};
 use super::segment::Segment;
 use crate::options::CommonOpts;
+use crate::results::WorkerInfo;
 
 /// Options that may differ between the workers of one run (where each writes, what it
 /// prints, which index it is); every other option is in the hash every worker must share.
@@ -16,20 +15,6 @@ pub const PER_WORKER_OPTIONS: &[&str] = &[
     "load_gate",
     "password_files",
 ];
-
-/// The `worker` block of a worker's results.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct WorkerInfo {
-    pub index: u32,
-    pub count: u32,
-    pub run_id: String,
-    /// The machine (pod) it ran on.
-    pub host: String,
-    /// FNV-1a 64 of the options every worker must share, hex.
-    pub options_hash: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barrier: Option<BarrierRecord>,
-}
 
 /// FNV-1a 64 over the options (as stored in results.json) less [`PER_WORKER_OPTIONS`], hex.
 /// serde_json keeps object keys sorted, so the text is canonical.

@@ -12,13 +12,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 
-use super::worker::WorkerInfo;
 use crate::exit::Exit;
 use crate::export::{ToolReport, exporters};
 use crate::load::{Loaded, load};
-use crate::results::{Report, Status};
+use crate::results::{Report, WorkerCell, WorkerInfo, WorkerPart};
 use crate::writer::ResultsDir;
 
 /// `merge`'s arguments.
@@ -40,31 +38,6 @@ pub struct MergeArgs {
     /// starts with the workers).
     #[arg(long, value_name = "DURATION", value_parser = crate::human::parse_duration)]
     pub wait: Option<Duration>,
-}
-
-/// One worker in a merged run: its block, its machine, and its own figures of every cell.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct WorkerPart {
-    #[serde(flatten)]
-    pub worker: WorkerInfo,
-    pub cpu_model: String,
-    pub cores: u32,
-    pub loadavg_start: [f64; 3],
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub cells: Vec<WorkerCell>,
-}
-
-/// A worker's own figures of one cell: a worker that lagged shows here.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct WorkerCell {
-    pub workload: String,
-    pub system: String,
-    pub status: Status,
-    pub connections: u32,
-    pub throughput_rounds: Vec<f64>,
-    pub ok: u64,
-    pub latency_p99_ns: Option<u64>,
 }
 
 /// Whether a part is as final as it will get: finished, or stopped at the barrier.

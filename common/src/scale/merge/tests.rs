@@ -6,7 +6,7 @@ use super::*;
 use crate::environment::Environment;
 use crate::histogram::{decode_histogram, encode_histogram, new_histogram, record_ns};
 use crate::recorder::percentiles;
-use crate::results::{Cell, Counts, Throughput};
+use crate::results::{Cell, Counts, Status, Throughput, WorkerInfo};
 use crate::scale::BarrierRecord;
 
 /// Worker `index` of `count`, one cell whose latencies are `samples_ns` and whose rounds
