@@ -95,8 +95,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         assert_matches_schema(out);
         let worker = summary.report.worker.as_ref().expect("a worker block");
         let barrier = worker.barrier.as_ref().unwrap();
-        // Warm-up and measured windows of two workloads, and the closing meeting.
-        assert_eq!(barrier.windows, 2 * 4 * 2 + 1, "{barrier:?}");
+        // 5 workloads (insert, id lookup, 2 radii, polygon) × (1 warm-up + 3 rounds), a
+        // second meeting after each of the 4 insert windows, and the closing one.
+        assert_eq!(barrier.windows, 5 * 4 + 4 + 1, "{barrier:?}");
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
