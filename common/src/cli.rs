@@ -33,6 +33,12 @@ pub enum Tooling {
     /// Re-render every export (report.md, report.html, results.csv, charts, HDR files) of an
     /// existing results.json: after an upgrade, or for a run copied from another machine.
     Report(ReportArgs),
+    /// Merge the results folders of the N workers of one run (`--worker-count`) into one run:
+    /// throughput summed per round, HDR histograms added exactly, every export written.
+    Merge(crate::scale::merge::MergeArgs),
+    /// Print the Kubernetes objects (headless Service, Indexed Job of the workers, merge Job)
+    /// that run this tool's arguments on N client machines as one run.
+    K8sManifest(crate::scale::manifest::ManifestArgs),
 }
 
 /// Runs one tooling subcommand as `tool` (`geo-bench`), rendering with `report`.
@@ -40,6 +46,15 @@ pub fn run_tooling(tooling: &Tooling, tool: &str, report: &dyn ToolReport) -> an
     match tooling {
         Tooling::Compare(args) => crate::compare::run(args, tool),
         Tooling::Report(args) => run_report(args, tool, report),
+        Tooling::Merge(args) => crate::scale::merge::run(args, tool, report),
+        Tooling::K8sManifest(args) => {
+            let now = crate::clock::compact(&crate::clock::now_rfc3339()).to_lowercase();
+            let default_id = format!("{}-{now}", args.name.as_deref().unwrap_or(tool));
+            let yaml = crate::scale::manifest::render(args, tool, &default_id)
+                .map_err(anyhow::Error::msg)?;
+            print!("{yaml}");
+            Ok(Exit::AllOk)
+        }
     }
 }
 
@@ -108,6 +123,14 @@ pub fn examples(subcommand: &str, tool: &str) -> Option<String> {
             "TOOL report copied-from-ci/results.json --output review/",
             "    the same into review/, with a copy of results.json",
         ],
+        "merge" => &[
+            "TOOL merge --expect-workers 3 --output merged/ worker-0/ worker-1/ worker-2/",
+            "    one run of three workers' parts; refused unless they are exactly one run's 0, 1, 2",
+        ],
+        "k8s-manifest" => &[
+            "TOOL k8s-manifest --workers 3 --image registry.example/fairbench:0.1 -- --target URL > run.yaml",
+            "    a headless Service, an Indexed Job of 3 workers and a merge Job: kubectl apply -f run.yaml",
+        ],
         _ => return None,
     };
     let body: Vec<String> = lines
@@ -119,7 +142,7 @@ pub fn examples(subcommand: &str, tool: &str) -> Option<String> {
 
 /// `command` with the examples of its `compare` and `report` subcommands in `tool`'s name.
 pub fn with_examples(mut command: clap::Command, tool: &str) -> clap::Command {
-    for name in ["compare", "report"] {
+    for name in ["compare", "report", "merge", "k8s-manifest"] {
         if let Some(text) = examples(name, tool)
             && command.find_subcommand(name).is_some()
         {

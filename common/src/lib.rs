@@ -30,6 +30,7 @@ pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod scale;
 pub mod seconds;
 pub mod target;
 pub mod testing;

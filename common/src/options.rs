@@ -93,6 +93,53 @@ pub struct CommonOpts {
     #[arg(long = "password-file", value_name = "NAME=FILE", value_parser = PasswordFile::parse)]
     #[serde(default)]
     pub password_files: Vec<PasswordFile>,
+
+    /// This worker's place among --worker-count workers driving one target as one run
+    /// (0 … N−1); a Kubernetes Indexed Job sets JOB_COMPLETION_INDEX for each pod.
+    #[arg(
+        long,
+        env = "JOB_COMPLETION_INDEX",
+        default_value_t = 0,
+        value_name = "I"
+    )]
+    #[serde(default)]
+    pub worker_index: u32,
+
+    /// Workers (client machines) of one run: each drives its share of the connections, the
+    /// rate and the keys (`common::scale::Segment`); `TOOL merge` makes one run of their results.
+    #[arg(long, default_value = "1", value_parser = positive_u32, value_name = "N")]
+    #[serde(default = "one_worker")]
+    pub worker_count: u32,
+
+    /// The id every worker of one run shares (the merge refuses parts of different runs).
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub run_id: Option<String>,
+
+    /// Worker 0's start barrier, HOST:PORT: worker 0 listens on PORT, the others connect, and
+    /// every measured window starts when all N are there.
+    #[arg(long, value_name = "HOST:PORT")]
+    #[serde(default)]
+    pub barrier: Option<String>,
+
+    /// Longest any worker waits at the barrier (for the others, or for worker 0's preparation)
+    /// before every worker stops with the barrier's exit code (3).
+    #[arg(long, default_value = "300s", value_parser = human::parse_duration)]
+    #[serde(
+        rename = "barrier_timeout_s",
+        serialize_with = "seconds",
+        deserialize_with = "from_seconds",
+        default = "default_barrier_timeout"
+    )]
+    pub barrier_timeout: Duration,
+}
+
+fn one_worker() -> u32 {
+    1
+}
+
+fn default_barrier_timeout() -> Duration {
+    Duration::from_secs(300)
 }
 
 /// The practical threshold of a verdict unless `--threshold` says otherwise.
@@ -134,7 +181,7 @@ impl CommonOpts {
                 ));
             }
         }
-        Ok(())
+        validate_workers(self)
     }
 
     /// The targets to measure: those named with `--target`, or else the tool's embedded
@@ -145,6 +192,43 @@ impl CommonOpts {
         }
         Ok(self.targets.clone())
     }
+}
+
+/// The worker flags that only make sense together (called by [`CommonOpts::validate`]; see `crate::scale`).
+fn validate_workers(common: &CommonOpts) -> Result<(), String> {
+    let (index, count) = (common.worker_index, common.worker_count);
+    if index >= count {
+        return Err(format!(
+            "--worker-index {index} is not below --worker-count {count} (workers are numbered 0 … {})",
+            count.saturating_sub(1)
+        ));
+    }
+    if let Some(id) = &common.run_id
+        && (id.is_empty() || id.chars().any(char::is_whitespace))
+    {
+        return Err(format!("--run-id `{id}` must be one word (no spaces)"));
+    }
+    if count > 1 {
+        if common.run_id.is_none() {
+            return Err(format!(
+                "--worker-count {count} needs --run-id ID, the same for every worker of the run"
+            ));
+        }
+        match &common.barrier {
+            None => {
+                return Err(format!(
+                    "--worker-count {count} needs --barrier HOST:PORT (worker 0 listens there, the others connect)"
+                ));
+            }
+            Some(address) => crate::scale::barrier::parse_address(address)?,
+        };
+        if common.output.is_none() {
+            return Err(
+                "--worker-count above 1 needs --output DIR: each worker writes its own part for `merge`".into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn positive_u32(text: &str) -> Result<u32, String> {

@@ -71,6 +71,12 @@ pub struct Report {
     /// Tool-specific sections (a recall curve, a batch-size sweep, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// One worker's part of a run of several (`--worker-count`): which, where, its barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerInfo>,
+    /// A merged run: every worker's block and its own figures of each cell (the spread).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerPart>,
 }
 
 impl Report {
@@ -108,6 +114,8 @@ impl Report {
             no_verdicts: Vec::new(),
             notes: Vec::new(),
             extra: BTreeMap::new(),
+            worker: None,
+            workers: Vec::new(),
         }
     }
 
@@ -440,6 +448,45 @@ pub struct NoVerdict {
     #[serde(default)]
     pub metric: Metric,
     pub reason: String,
+}
+
+/// The `worker` block of a worker's results.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WorkerInfo {
+    pub index: u32,
+    pub count: u32,
+    pub run_id: String,
+    /// The machine (pod) it ran on.
+    pub host: String,
+    /// FNV-1a 64 of the options every worker must share, hex.
+    pub options_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<crate::scale::barrier::BarrierRecord>,
+}
+
+/// One worker in a merged run: its block, its machine, and its own figures of every cell.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WorkerPart {
+    #[serde(flatten)]
+    pub worker: WorkerInfo,
+    pub cpu_model: String,
+    pub cores: u32,
+    pub loadavg_start: [f64; 3],
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub cells: Vec<WorkerCell>,
+}
+
+/// A worker's own figures of one cell: a worker that lagged shows here.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WorkerCell {
+    pub workload: String,
+    pub system: String,
+    pub status: Status,
+    pub connections: u32,
+    pub throughput_rounds: Vec<f64>,
+    pub ok: u64,
+    pub latency_p99_ns: Option<u64>,
 }
 
 #[cfg(test)]

@@ -7,12 +7,13 @@ use common::phases::window_line_per;
 use common::progress::Progress;
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Report, Status};
+use common::scale::{BarrierError, Segment, Worker};
 use common::window::WindowPlan;
 use serde_json::json;
 
 use crate::opts::Opts;
 use crate::plan::Plan;
-use crate::session::{GeoWindow, Work};
+use crate::session::Work;
 use crate::systems::System;
 use crate::workloads::Workload;
 
@@ -23,8 +24,20 @@ fn round_name(round: Round) -> String {
     }
 }
 
+/// This worker's clients of `workload`: its share of them, and the run-wide number of its
+/// first (all of them, from 0, without workers).
+pub fn clients(workload: &Workload, segment: Segment) -> (u32, usize) {
+    let total = u64::from(workload.clients());
+    (segment.share(total) as u32, segment.start(total) as usize)
+}
+
 /// The builder of one workload × system, already marked when the system cannot be measured.
-pub fn builder(opts: &Opts, workload: &Workload, system: &System) -> Option<CellBuilder> {
+pub fn builder(
+    opts: &Opts,
+    workload: &Workload,
+    system: &System,
+    segment: Segment,
+) -> Option<CellBuilder> {
     if matches!(workload, Workload::PointAdds { .. }) && !system.supports_point_adds {
         return None;
     }
@@ -32,7 +45,7 @@ pub fn builder(opts: &Opts, workload: &Workload, system: &System) -> Option<Cell
         &workload.to_string(),
         system.name(),
         workload.unit(),
-        workload.clients(),
+        clients(workload, segment).0,
         opts.common.rounds,
     );
     let mut b = CellBuilder::new(cell, opts.common.ceiling);
@@ -86,18 +99,17 @@ pub fn finish_cell(builder: &CellBuilder, workload: &Workload, results: u64) -> 
 
 /// Checks that the events a write window left are the ones it acknowledged: at least every
 /// acknowledged one, at most those plus the ones whose request failed or was abandoned.
+/// `acknowledged` and `possible` are every worker's (summed at the barrier).
 async fn verify_writes(
     system: &mut System,
-    workload: &Workload,
-    window: &GeoWindow,
+    acknowledged: u64,
+    possible: u64,
     round: Round,
     b: &mut CellBuilder,
 ) {
-    let counts = window.outcome.recorder.counts;
     match system.target.count_inserts().await {
         Ok(found) => {
-            let min = window.acknowledged;
-            let max = min + (counts.error + counts.timeout) * workload.per_op() as u64;
+            let (min, max) = (acknowledged, acknowledged + possible);
             if found < min || found > max {
                 b.mark(
                     Status::Invalid,
@@ -121,6 +133,7 @@ pub struct Shared<'a> {
     pub plan: &'a Plan,
     pub window_plan: &'a WindowPlan,
     pub progress: &'a Progress,
+    pub segment: Segment,
 }
 
 /// One window to run: which, where, and the cell it folds into.
@@ -131,34 +144,42 @@ pub struct Slot<'a> {
     pub window_number: u64,
     pub builder: &'a mut CellBuilder,
     pub results_sum: &'a mut u64,
+    pub worker: &'a mut Worker,
 }
 
 /// What window number `window` of `workload` draws on.
-fn work(plan: &Plan, workload: &Workload, window: u64) -> Work {
+fn work(plan: &Plan, workload: &Workload, window: u64, first_worker: usize) -> Work {
     match workload {
         Workload::Insert { batch, .. } => Work::Insert {
             batch: *batch,
             pool: plan.pool.clone(),
             window,
+            first_worker,
         },
         Workload::PointAdds { depth, .. } => Work::PointAdds {
             depth: *depth,
             pool: plan.pool.clone(),
             window,
+            first_worker,
         },
         Workload::Query { family, .. } => Work::Query {
             queries: plan.queries[family].clone(),
+            first_worker,
         },
     }
 }
 
-/// Runs one window of a workload on a system and folds it into the system's cell.
-pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) {
+/// Runs one window of a workload on a system and folds it into the system's cell. With
+/// several workers, worker 0 empties the insert set, every worker waits at the barrier, and
+/// after a write window they meet again so worker 0 checks the count against every worker's
+/// acknowledgements; only a barrier failure is an error here (the run stops).
+pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), BarrierError> {
     let Shared {
         opts,
         plan,
         window_plan,
         progress,
+        segment,
     } = *shared;
     let Slot {
         system,
@@ -167,15 +188,23 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) {
         window_number,
         builder: b,
         results_sum,
+        worker,
     } = slot;
-    let work = work(plan, workload, window_number);
+    let (n, first) = clients(workload, segment);
+    let work = work(plan, workload, window_number, first);
     let writes = !matches!(workload, Workload::Query { .. });
-    if writes && let Err(e) = system.target.reset_inserts().await {
+    let reset = match (writes && worker.prepares()).then_some(()) {
+        Some(()) => system.target.reset_inserts().await.err(),
+        None => None,
+    };
+    // Every worker meets the barrier, even when the reset failed: the others would wait.
+    worker.sync(0).await?;
+    if let Some(e) = reset {
         b.mark(
             Status::Error,
             format!("{}: emptying the insert set failed: {e}", round_name(round)),
         );
-        return;
+        return Ok(());
     }
     let label = format!(
         "{workload} · {} · {}",
@@ -184,19 +213,36 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) {
     );
     progress.window(label.clone(), opts.common.duration);
     let Some(workers) = system.workers.as_mut() else {
-        return;
+        return Ok(());
     };
-    match workers
-        .run_window(workload.clients() as usize, &work, window_plan)
-        .await
-    {
+    let ran = workers.run_window(n as usize, &work, window_plan).await;
+    if writes {
+        let (acknowledged, possible) = match &ran {
+            Ok(window) => {
+                let c = window.outcome.recorder.counts;
+                let possible = (c.error + c.timeout) * workload.per_op() as u64;
+                (window.acknowledged, possible)
+            }
+            Err(_) => (0, 0),
+        };
+        // Two figures in one payload: acknowledged in the high bits, possible in the low.
+        let sums = worker
+            .sync((acknowledged << 32) | possible.min(u64::from(u32::MAX)))
+            .await?;
+        let (all_acknowledged, all_possible) = if worker.is_part() {
+            (sums >> 32, sums & u64::from(u32::MAX))
+        } else {
+            (acknowledged, possible)
+        };
+        if ran.is_ok() && worker.prepares() {
+            verify_writes(system, all_acknowledged, all_possible, round, b).await;
+        }
+    }
+    match ran {
         Ok(window) => {
             b.add(round, &window.outcome);
             if !round.is_warmup() {
                 *results_sum += window.results;
-            }
-            if writes {
-                verify_writes(system, workload, &window, round, b).await;
             }
             progress.line(window_line_per(
                 &label,
@@ -210,6 +256,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) {
             progress.line(format!("{label}: {message}"));
         }
     }
+    Ok(())
 }
 
 /// The notes every geo-bench report carries.

@@ -5,11 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use common::protocol::CellBuilder as Builder;
 use common::protocol::{CellBuilder, schedule};
-use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::results::Status;
+use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
+use common::scale::{BarrierError, Worker};
 use common::window::WindowPlan;
 
-use crate::measure::{Shared, Slot, builder, finish_cell, floor_notes, notes, one_window};
+use crate::measure::{Shared, Slot, builder, clients, finish_cell, floor_notes, notes, one_window};
 use crate::opts::Opts;
 use crate::report::GeoReport;
 use crate::systems::{self, System};
@@ -31,7 +34,27 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .common
         .targets_or(crate::targets::DEFAULT_TARGET)
         .map_err(anyhow::Error::msg)?;
+    let segment = common::scale::Segment::new(opts.common.worker_index, opts.common.worker_count)
+        .unwrap_or(common::scale::Segment::WHOLE);
+    if let Some(w) = plan.workloads.iter().find(|w| clients(w, segment).0 == 0) {
+        anyhow::bail!(
+            "{w}: {} clients cannot be shared by {} workers (each needs one); use fewer workers or more --clients/--connections",
+            w.clients(),
+            segment.count
+        );
+    }
+    let sessions = plan
+        .workloads
+        .iter()
+        .map(|w| clients(w, segment).0 as usize)
+        .max()
+        .unwrap_or(1);
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+        Ok(worker) => worker,
+        Err(e) => return Err(lifecycle.abandon(e.into())),
+    };
     let connected = systems::connect_all(
         &specs,
         opts.common.reference.as_deref(),
@@ -42,7 +65,18 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         Ok(connected) => connected,
         Err(e) => return Err(lifecycle.abandon(e)),
     };
-    if let Err(e) = systems::prepare(&mut systems, &plan, lifecycle.progress()).await {
+    let prepared = systems::prepare(
+        &mut systems,
+        &plan,
+        lifecycle.progress(),
+        worker.prepares(),
+        sessions,
+    )
+    .await;
+    if let Err(e) = prepared {
+        worker
+            .abort(&format!("worker {} could not prepare: {e}", segment.index))
+            .await;
         return Err(lifecycle.abandon(e));
     }
     let mut run = lifecycle.begin(Begin {
@@ -59,7 +93,12 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     let mut builders: Vec<Vec<Option<CellBuilder>>> = plan
         .workloads
         .iter()
-        .map(|w| systems.iter().map(|s| builder(opts, w, s)).collect())
+        .map(|w| {
+            systems
+                .iter()
+                .map(|s| builder(opts, w, s, segment))
+                .collect()
+        })
         .collect();
     let mut results_sums = vec![vec![0u64; systems.len()]; plan.workloads.len()];
     for (wi, row) in builders.iter().enumerate() {
@@ -73,7 +112,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     let window_plan = WindowPlan {
         duration: common.duration,
         ceiling: common.ceiling,
-        rate_per_s: common.rate,
+        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
         interrupt: run.interrupt().clone(),
         progress: run.progress().sender(),
     };
@@ -100,6 +139,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             plan: &plan,
             window_plan: &window_plan,
             progress: run.progress(),
+            segment,
         };
         let slot = Slot {
             system: &mut systems[si],
@@ -108,17 +148,54 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             window_number,
             builder: b,
             results_sum: &mut results_sums[wi][si],
+            worker: &mut worker,
         };
-        one_window(&shared, slot).await;
+        if let Err(e) = one_window(&shared, slot).await {
+            return Err(stopped(run, &worker, &mut builders, &plan, e));
+        }
+        run.report.worker = worker.info();
         run.record(finish_cell(b, &plan.workloads[wi], results_sums[wi][si]))?;
     }
+    // Worker 0 cleans up only once every worker is done with its last window.
+    if let Err(e) = worker.sync(0).await {
+        return Err(stopped(run, &worker, &mut builders, &plan, e));
+    }
+    run.report.worker = worker.info();
     floor_notes(&mut run.report, &systems);
     run.report.extra.insert(
         "insert_curve".into(),
         crate::report::curve_json(&run.report),
     );
-    cleanup(opts, &mut systems, &mut run.report.notes).await;
+    if worker.prepares() {
+        cleanup(opts, &mut systems, &mut run.report.notes).await;
+    }
     run.finish(&GeoReport)
+}
+
+/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
+/// block records the failure, results.json is written, and the error (exit 3) goes back.
+fn stopped(
+    mut run: Recording,
+    worker: &Worker,
+    builders: &mut [Vec<Option<Builder>>],
+    plan: &crate::plan::Plan,
+    error: BarrierError,
+) -> anyhow::Error {
+    for (wi, row) in builders.iter_mut().enumerate() {
+        for b in row.iter_mut().flatten() {
+            b.mark(Status::Error, format!("stopped: {error}"));
+            run.report
+                .upsert_cell(finish_cell(b, &plan.workloads[wi], 0));
+        }
+    }
+    run.report.worker = worker.info();
+    run.report
+        .notes
+        .push(format!("The run stopped at the start barrier: {error}."));
+    if let Err(e) = run.save() {
+        return anyhow::Error::from(e).context(error.to_string());
+    }
+    error.into()
 }
 
 /// Removes fairbench's data from every system it prepared, unless asked to keep it.

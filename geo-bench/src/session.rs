@@ -51,14 +51,32 @@ pub enum Work {
         batch: usize,
         pool: Arc<[Event]>,
         window: u64,
+        first_worker: usize,
     },
     /// The family's verified queries, cycled from a per-worker offset.
-    Query { queries: Arc<[Query]> },
+    Query {
+        queries: Arc<[Query]>,
+        first_worker: usize,
+    },
     PointAdds {
         depth: usize,
         pool: Arc<[Event]>,
         window: u64,
+        first_worker: usize,
     },
+}
+
+impl Work {
+    /// The run-wide number of this process's first connection: with several client
+    /// machines, worker i's connections come after those of workers 0 … i−1
+    /// (`common::scale::Segment`), so ids and offsets never collide across machines.
+    pub fn first_worker(&self) -> usize {
+        match self {
+            Work::Insert { first_worker, .. }
+            | Work::Query { first_worker, .. }
+            | Work::PointAdds { first_worker, .. } => *first_worker,
+        }
+    }
 }
 
 /// An event id no generated event has: `0xfb` tag, window, worker and sequence.
@@ -119,7 +137,7 @@ impl<S> GeoOp<S> {
         let (capacity, cursor) = match work {
             Work::Insert { batch, pool, .. } => (*batch, worker * 7_919 % pool.len()),
             Work::PointAdds { depth, pool, .. } => (*depth, worker * 7_919 % pool.len()),
-            Work::Query { queries } => (0, worker * 31 % queries.len().max(1)),
+            Work::Query { queries, .. } => (0, worker * 31 % queries.len().max(1)),
         };
         GeoOp {
             session,
@@ -148,12 +166,13 @@ impl<S: GeoSession> Operation for GeoOp<S> {
                 batch,
                 pool,
                 window,
+                ..
             } => {
                 let events = self.feed.fill(pool, *batch, *window);
                 self.session.insert(events).await?;
                 self.acknowledged += *batch as u64;
             }
-            Work::Query { queries } => {
+            Work::Query { queries, .. } => {
                 let query = &queries[self.feed.next_query(queries.len())];
                 self.session.query(query, &mut self.ids).await?;
                 self.results += self.ids.len() as u64;
@@ -162,6 +181,7 @@ impl<S: GeoSession> Operation for GeoOp<S> {
                 depth,
                 pool,
                 window,
+                ..
             } => {
                 // Members are numbered per worker, as redis-benchmark numbers its keys.
                 let first = ((self.feed.worker as u64) << 40) + self.feed.sequence;
@@ -181,12 +201,13 @@ impl<S: BlockingGeoSession> BlockingOperation for GeoOp<S> {
                 batch,
                 pool,
                 window,
+                ..
             } => {
                 let events = self.feed.fill(pool, *batch, *window);
                 self.session.insert(events)?;
                 self.acknowledged += *batch as u64;
             }
-            Work::Query { queries } => {
+            Work::Query { queries, .. } => {
                 let query = &queries[self.feed.next_query(queries.len())];
                 self.session.query(query, &mut self.ids)?;
                 self.results += self.ids.len() as u64;
@@ -274,7 +295,12 @@ impl<S: GeoSession> GeoWorkers for AsyncWorkers<S> {
             };
             let outcome = self
                 .pool
-                .run_async(n, plan, |i, s| GeoOp::new(i, s, work), back)
+                .run_async(
+                    n,
+                    plan,
+                    |i, s| GeoOp::new(work.first_worker() + i, s, work),
+                    back,
+                )
                 .await?;
             Ok(GeoWindow {
                 outcome,
@@ -320,7 +346,12 @@ impl<S: BlockingGeoSession> GeoWorkers for BlockingWorkers<S> {
             };
             let outcome = self
                 .pool
-                .run_blocking(n, plan, |i, s| GeoOp::new(i, s, work), back)
+                .run_blocking(
+                    n,
+                    plan,
+                    |i, s| GeoOp::new(work.first_worker() + i, s, work),
+                    back,
+                )
                 .await?;
             Ok(GeoWindow {
                 outcome,

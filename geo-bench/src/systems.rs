@@ -89,11 +89,15 @@ pub async fn connect_all(
 }
 
 /// Prepares and loads every system that is not refused, verifies its indexes and its answers
-/// to every query, and opens its worker sessions.
+/// to every query, and opens `sessions` worker sessions. A worker other than worker 0 of a
+/// run on several machines (`prepares` false) only opens its sessions: worker 0 prepares,
+/// loads and verifies once, and the barrier before the first window waits for it.
 pub async fn prepare(
     systems: &mut [System],
     plan: &Plan,
     progress: &Progress,
+    prepares: bool,
+    sessions: usize,
 ) -> anyhow::Result<()> {
     if systems.iter().all(|s| s.refused.is_some()) {
         let reasons: Vec<String> = systems
@@ -121,6 +125,10 @@ pub async fn prepare(
             progress.line(format!("{}: refused — {reason}", system.name()));
             continue;
         }
+        if !prepares {
+            system.workers = Some(system.target.open_workers(sessions).await?);
+            continue;
+        }
         progress.line(format!(
             "{}: {} — loading {} events",
             system.name(),
@@ -131,7 +139,7 @@ pub async fn prepare(
         system.target.load(&plan.data.events).await?;
         let evidence = system.target.verify_indexes().await?;
         system.info.verified.extend(evidence);
-        let mut workers = system.target.open_workers(plan.sessions()).await?;
+        let mut workers = system.target.open_workers(sessions).await?;
         verify_queries(system, workers.as_mut(), plan, &oracle, progress).await?;
         system.workers = Some(workers);
     }

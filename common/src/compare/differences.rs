@@ -11,7 +11,8 @@ use crate::results::{Report, SystemInfo};
 
 /// Options that do not change what is measured: where results go, what is printed, how the
 /// run waits or is judged, and names of things the comparison reads from elsewhere (targets
-/// are compared as systems: name, version, settings; PIDs differ every run).
+/// are compared as systems: name, version, settings; PIDs differ every run; which worker of
+/// a run wrote a part).
 pub const IGNORED_OPTIONS: &[&str] = &[
     "output",
     "quiet",
@@ -26,6 +27,12 @@ pub const IGNORED_OPTIONS: &[&str] = &[
     "cache_dir",
     "server_pids",
     "broker_pids",
+    // Which worker a part is, the run it belongs to and where its barrier was: a one-worker
+    // run and a plain one do the same work (`worker_count` still counts).
+    "worker_index",
+    "run_id",
+    "barrier",
+    "barrier_timeout_s",
 ];
 
 /// Memory sizes closer than this share are the same machine (the kernel's own reservation

@@ -539,6 +539,8 @@ pub(crate) mod tests {
             no_verdicts: vec![],
             notes: vec!["all requests from one client host".into()],
             extra: Default::default(),
+            worker: None,
+            workers: Vec::new(),
         }
     }
 

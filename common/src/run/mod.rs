@@ -90,6 +90,14 @@ impl Lifecycle {
         options: &impl Serialize,
         interrupt: Arc<AtomicBool>,
     ) -> anyhow::Result<Lifecycle> {
+        if common.worker_count > 1 && !crate::scale::WORKER_TOOLS.contains(&tool.name) {
+            anyhow::bail!(
+                "--worker-count {}: {} does not run as several workers yet (only {} do); run it on one machine",
+                common.worker_count,
+                tool.name,
+                crate::scale::WORKER_TOOLS.join(", ")
+            );
+        }
         let secrets = Secrets::gather(common)?;
         let options = serde_json::to_value(options).context("serializing the options")?;
         let progress = Progress::start(common.quiet);

@@ -50,6 +50,10 @@ where
 pub fn exit(result: anyhow::Result<Summary>) -> ExitCode {
     match result {
         Ok(summary) => summary.exit.into(),
+        Err(e) if e.downcast_ref::<crate::scale::BarrierError>().is_some() => {
+            eprintln!("error: {}", crate::redact::redact_text(&format!("{e:#}")));
+            ExitCode::from(crate::scale::BARRIER_EXIT)
+        }
         Err(e) => {
             eprintln!("error: {}", crate::redact::redact_text(&format!("{e:#}")));
             Exit::BadInput.into()

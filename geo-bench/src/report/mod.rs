@@ -429,6 +429,8 @@ pub(crate) mod tests {
             ],
             verdicts: vec![],
             no_verdicts: vec![],
+            worker: None,
+            workers: vec![],
             notes: vec!["synthetic".into()],
             extra: Default::default(),
         }

@@ -70,6 +70,8 @@ pub fn sample() -> Report {
         ],
         verdicts: vec![],
         no_verdicts: vec![],
+        worker: None,
+        workers: vec![],
         notes: vec!["synthetic".into()],
         extra: Default::default(),
     };

@@ -1,0 +1,132 @@
+//! One worker of a run as a tool sees it: its [`Segment`], its barrier (none in a run without
+//! workers, where every call is free), and the `worker` block its results carry.
+
+use super::barrier::{Barrier, BarrierError, Hello};
+use super::segment::Segment;
+use crate::options::CommonOpts;
+use crate::results::WorkerInfo;
+
+/// Options that may differ between the workers of one run (where each writes, what it
+/// prints, which index it is); every other option is in the hash every worker must share.
+pub const PER_WORKER_OPTIONS: &[&str] = &[
+    "worker_index",
+    "output",
+    "quiet",
+    "load_gate",
+    "password_files",
+];
+
+/// FNV-1a 64 over the options (as stored in results.json) less [`PER_WORKER_OPTIONS`], hex.
+/// serde_json keeps object keys sorted, so the text is canonical.
+pub fn options_hash(options: &serde_json::Value) -> String {
+    let mut shared = options.clone();
+    strip(&mut shared);
+    let text = shared.to_string();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+fn strip(value: &mut serde_json::Value) {
+    if let Some(object) = value.as_object_mut() {
+        object.retain(|k, _| !PER_WORKER_OPTIONS.contains(&k.as_str()));
+        for child in object.values_mut() {
+            strip(child);
+        }
+    }
+}
+
+/// One worker of the run.
+pub struct Worker {
+    pub segment: Segment,
+    info: Option<WorkerInfo>,
+    barrier: Option<Barrier>,
+}
+
+impl Worker {
+    /// A run without workers: the whole of everything, no barrier.
+    pub fn alone() -> Worker {
+        Worker {
+            segment: Segment::WHOLE,
+            info: None,
+            barrier: None,
+        }
+    }
+
+    /// This process's place in the run the flags describe; with `--worker-count` above 1 it
+    /// joins the barrier (worker 0 starts listening; the others connect and are admitted or
+    /// refused at once). Call it before preparing: a mismatch stops the run before any work.
+    pub async fn join(
+        common: &CommonOpts,
+        tool_version: &str,
+        options: &serde_json::Value,
+    ) -> Result<Worker, BarrierError> {
+        let segment =
+            Segment::new(common.worker_index, common.worker_count).unwrap_or(Segment::WHOLE);
+        if common.worker_count == 1 {
+            return Ok(Worker::alone());
+        }
+        let run_id = common.run_id.clone().unwrap_or_default();
+        let address = common.barrier.clone().unwrap_or_default();
+        let options_hash = options_hash(options);
+        let hello = Hello {
+            run_id: run_id.clone(),
+            options_hash: options_hash.clone(),
+            tool_version: tool_version.to_owned(),
+            index: segment.index,
+            count: segment.count,
+        };
+        let barrier = Barrier::join(&address, hello, common.barrier_timeout).await?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_default();
+        Ok(Worker {
+            segment,
+            info: Some(WorkerInfo {
+                index: segment.index,
+                count: segment.count,
+                run_id,
+                host,
+                options_hash,
+                barrier: None,
+            }),
+            barrier: Some(barrier),
+        })
+    }
+
+    /// Whether this process is one of several workers.
+    pub fn is_part(&self) -> bool {
+        self.barrier.is_some()
+    }
+
+    /// Whether this worker prepares, verifies and cleans up (worker 0, or a run alone).
+    pub fn prepares(&self) -> bool {
+        self.segment.is_leader()
+    }
+
+    /// Waits at the barrier before a window (free without workers). `payload` is this
+    /// worker's figure for the round; the sum over all workers comes back.
+    pub async fn sync(&mut self, payload: u64) -> Result<u64, BarrierError> {
+        match &mut self.barrier {
+            Some(barrier) => barrier.wait(payload).await,
+            None => Ok(payload),
+        }
+    }
+
+    /// Stops every worker of the run (worker 0 tells the others).
+    pub async fn abort(&mut self, reason: &str) {
+        if let Some(barrier) = &mut self.barrier {
+            barrier.abort(reason).await;
+        }
+    }
+
+    /// The `worker` block as it stands (what the barrier observed so far).
+    pub fn info(&self) -> Option<WorkerInfo> {
+        let mut info = self.info.clone()?;
+        info.barrier = self.barrier.as_ref().map(|b| b.record().clone());
+        Some(info)
+    }
+}

@@ -1,0 +1,226 @@
+//! geo-bench as several client machines of one run (two or three worker processes' worth,
+//! in-process, on loopback) against the real Redis: every window opened by the barrier, every
+//! event inserted exactly once across workers, `merge` adding their figures exactly; and a
+//! worker that never comes stopping the others with the barrier's code.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::thread;
+
+use common::histogram::decode_histogram;
+use common::results::{Report, Status};
+use common::scale::merge::MergeArgs;
+use support::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
+fn workers(
+    root: &Path,
+    redis: &str,
+    count: u32,
+    indexes: &[u32],
+    extra: &[&str],
+) -> Vec<(PathBuf, anyhow::Result<geo_bench::Summary>)> {
+    let barrier = format!("127.0.0.1:{}", free_port());
+    let handles: Vec<_> = indexes
+        .iter()
+        .map(|&i| {
+            let out = root.join(format!("worker-{i}"));
+            let mut owned: Vec<String> = [
+                "--target",
+                redis,
+                "--workloads",
+                "insert,query",
+                "--batch-sizes",
+                "10",
+                "--clients",
+                "4",
+                "--connections",
+                "4",
+                "--rounds",
+                "3",
+                "--duration",
+                "300ms",
+                "--worker-count",
+                &count.to_string(),
+                "--worker-index",
+                &i.to_string(),
+                "--run-id",
+                "geo-test-1",
+                "--barrier",
+                &barrier,
+                "--barrier-timeout",
+                "3s",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            owned.extend(extra.iter().map(|s| s.to_string()));
+            thread::spawn(move || {
+                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
+                let result = run(&args(&out, &borrowed));
+                (out, result)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn cell<'a>(report: &'a Report, workload: &str) -> &'a common::results::Cell {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload)
+        .unwrap()
+}
+
+#[test]
+fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
+    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let parts = workers(dir.path(), &redis, 2, &[0, 1], &[]);
+    let mut reports = Vec::new();
+    for (out, result) in &parts {
+        let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
+        assert_matches_schema(out);
+        let worker = summary.report.worker.as_ref().expect("a worker block");
+        let barrier = worker.barrier.as_ref().unwrap();
+        // 5 workloads (insert, id lookup, 2 radii, polygon) × (1 warm-up + 3 rounds), a
+        // second meeting after each of the 4 insert windows, and the closing one.
+        assert_eq!(barrier.windows, 5 * 4 + 4 + 1, "{barrier:?}");
+        reports.push(summary.report.clone());
+    }
+    // One clock on one host: the windows opened together.
+    for (a, b) in reports[0]
+        .worker
+        .as_ref()
+        .unwrap()
+        .barrier
+        .as_ref()
+        .unwrap()
+        .start_unix_ns
+        .iter()
+        .zip(
+            &reports[1]
+                .worker
+                .as_ref()
+                .unwrap()
+                .barrier
+                .as_ref()
+                .unwrap()
+                .start_unix_ns,
+        )
+    {
+        assert!(
+            a.abs_diff(*b) < 50_000_000,
+            "starts {} ms apart",
+            a.abs_diff(*b) / 1_000_000
+        );
+    }
+    for w in ["insert b10 c4", "id lookup c4"] {
+        let connections: Vec<u32> = reports.iter().map(|r| cell(r, w).connections).collect();
+        assert_eq!(connections, [2, 2], "{w}: the 4 clients are shared");
+    }
+    // Worker 0 counted the events after each insert window against both workers'
+    // acknowledgements: equal, or the cell would be invalid. Every key exactly once.
+    let insert = cell(&reports[0], "insert b10 c4");
+    assert_eq!(insert.status, Status::Ok, "{:?}", insert.reason);
+    let merged_dir = dir.path().join("merged");
+    let merge = MergeArgs {
+        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
+        expect_workers: 2,
+        output: merged_dir.clone(),
+        wait: None,
+    };
+    common::scale::merge::run(&merge, "geo-bench", &geo_bench::report::GeoReport).unwrap();
+    assert_matches_schema(&merged_dir);
+    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
+    let merged = common::testing::read_report(&merged_dir);
+    assert_eq!(merged.workers.len(), 2);
+    assert!(merged.worker.is_none());
+    for (i, c) in merged.cells.iter().enumerate() {
+        let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
+        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
+        assert_eq!(c.connections, 4);
+        let sums: Vec<f64> = a
+            .throughput
+            .as_ref()
+            .unwrap()
+            .rounds
+            .iter()
+            .zip(&b.throughput.as_ref().unwrap().rounds)
+            .map(|(x, y)| x + y)
+            .collect();
+        assert_eq!(
+            c.throughput.as_ref().unwrap().rounds,
+            sums,
+            "{}",
+            c.workload
+        );
+        let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
+        let mut expected = decode_histogram(a.histogram_b64.as_ref().unwrap()).unwrap();
+        expected
+            .add(decode_histogram(b.histogram_b64.as_ref().unwrap()).unwrap())
+            .unwrap();
+        assert_eq!(
+            merged_h, expected,
+            "{}: the exact sum of both histograms",
+            c.workload
+        );
+        assert_eq!(c.latency_ns.unwrap().p99, expected.value_at_quantile(0.99));
+        assert_eq!(c.status, Status::Ok, "{:?}", c.reason);
+    }
+}
+
+#[test]
+fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
+    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    // Worker 2 of 3 is never started (its pod was killed before the barrier).
+    let parts = workers(dir.path(), &redis, 3, &[0, 1], &[]);
+    for (out, result) in &parts {
+        let Err(error) = result.as_ref() else {
+            panic!("the run was to stop at the barrier")
+        };
+        assert!(
+            error
+                .downcast_ref::<common::scale::BarrierError>()
+                .is_some(),
+            "{error:#}"
+        );
+        assert!(
+            format!("{error:#}").contains("worker(s) 2 never arrived"),
+            "{error:#}"
+        );
+        let report = common::testing::read_report(out);
+        assert!(report.cells.iter().all(|c| c.status == Status::Error
+            && c.reason.as_deref().unwrap_or("").contains("never arrived")));
+    }
+    let merge = MergeArgs {
+        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
+        expect_workers: 3,
+        output: dir.path().join("merged"),
+        wait: None,
+    };
+    let error = common::scale::merge::run(&merge, "geo-bench", &geo_bench::report::GeoReport)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("stopped at the barrier"), "{error}");
+    assert!(
+        !dir.path().join("merged").exists(),
+        "nothing merged as if complete"
+    );
+}
