@@ -19,8 +19,6 @@ pub fn process_cpu_ns() -> u64 {
 
 /// One thread's scheduler clock, readable from any thread of the process: the time it ran on
 /// a CPU and the time it was ready to run but waited for one (`/proc/self/task/TID/schedstat`).
-/// Both count as busy: on a loaded machine a thread that always has work waits for a core
-/// rather than running, and it is limited all the same.
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadClock {
     tid: libc::pid_t,
@@ -56,7 +54,7 @@ impl ThreadClock {
     }
 }
 
-/// How busy the client's threads were: their busy time ([`ThreadClock::busy_ns`]) over the
+/// How busy the client's threads were: their CPU time ([`ThreadClock::running_ns`]) over the
 /// wall time `elapsed_ns` of as many threads as could run at once (`threads`, at most the
 /// cores), as a share in 0–1.
 pub fn busy_share(cpu_ns: u64, elapsed_ns: u128, threads: usize) -> Option<f64> {

@@ -51,13 +51,13 @@ impl Lanes {
         Lanes { handles, clocks }
     }
 
-    /// Busy time so far ([`ThreadClock::busy_ns`]) of the lanes slots `0..slots` run on, summed,
+    /// CPU time so far ([`ThreadClock::running_ns`]) of the lanes slots `0..slots` run on, summed,
     /// in nanoseconds.
     pub fn busy_ns(&self, slots: usize) -> u64 {
         self.clocks
             .iter()
             .take(slots)
-            .map(|clock| clock.map_or(0, ThreadClock::busy_ns))
+            .map(|clock| clock.map_or(0, ThreadClock::running_ns))
             .sum()
     }
 

@@ -257,8 +257,8 @@ impl CellBuilder {
             self.mark(
                 Status::ClientLimited,
                 format!(
-                    "{label}: the client's lanes were busy {:.0}% of the window (the limit is \
-                     {:.0}%): these figures are the client's, not the system's",
+                    "{label}: the client's lanes were on a CPU {:.0}% of the window (the limit \
+                     is {:.0}%): these figures are the client's, not the system's",
                     busy * 100.0,
                     CLIENT_LIMIT * 100.0
                 ),
@@ -510,7 +510,7 @@ mod tests {
         b.add(rounds(0, 1).next().unwrap(), &short(0.97));
         let cell = b.to_cell();
         assert_eq!(cell.status, Status::ClientLimited);
-        assert!(cell.reason.unwrap().contains("busy 97%"));
+        assert!(cell.reason.unwrap().contains("on a CPU 97%"));
         assert!(cell.labels.is_empty());
 
         // Closed loop: a saturated client is named too; threads that may run an embedded

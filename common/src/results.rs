@@ -244,8 +244,7 @@ pub struct Cell {
     pub missed_ticks: Option<u64>,
     /// The client's own CPU time (user + system) per completed operation, over measured rounds.
     pub client_cpu_ns_per_op: Option<f64>,
-    /// The share (0–1) of the busiest measured window the client's lanes were running or ready
-    /// to run; at 0.9 or more the cell is `client-limited`. Absent when not measured.
+    /// The share (0–1) of the busiest measured window the client's lanes ran on a CPU; at 0.9 or more the cell is `client-limited`. Absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_busy: Option<f64>,
     /// The pooled latency histogram of all measured rounds, HdrHistogram V2 + deflate, base64.

@@ -39,9 +39,10 @@ pub struct WindowOutcome {
     pub stuck_workers: usize,
     /// The process's CPU time (all threads) spent during the window.
     pub client_cpu_ns: u64,
-    /// How busy the threads running the workers were over the window: their time running or
-    /// ready to run ([`ThreadClock`]) over the wall time of as many of them as could run at once
-    /// (0–1). `None` when not measured.
+    /// How busy the threads running the workers were over the window: their time running on a
+    /// CPU ([`ThreadClock`]) over the wall time of as many of them as could run at once (0–1).
+    /// Time spent waiting for a core is not counted: on a machine shared with a local server
+    /// that wait is the server's load, not the client's work. `None` when not measured.
     pub client_busy: Option<f64>,
     /// Whether `client_busy` is the client's own work (async lanes: the client library and
     /// fairbench) and can name the client as the limit. A blocking worker's thread runs
@@ -174,22 +175,17 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
     let workers = ops.len();
     let (start, contexts) = plan.contexts(workers);
     let (tx, rx) = std::sync::mpsc::channel();
-    // More threads than cores wait for one another: only their running time counts then.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let busy: fn(ThreadClock) -> u64 = if workers <= cores {
-        ThreadClock::busy_ns
-    } else {
-        ThreadClock::running_ns
-    };
     for (index, (mut op, ctx)) in ops.into_iter().zip(contexts).enumerate() {
         let tx = tx.clone();
         std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || {
                 let clock = ThreadClock::current();
-                let before = clock.map_or(0, busy);
+                let before = clock.map_or(0, ThreadClock::running_ns);
                 let recorder = drive_blocking(&mut op, &ctx);
-                let cpu = clock.map_or(0, busy).saturating_sub(before);
+                let cpu = clock
+                    .map_or(0, ThreadClock::running_ns)
+                    .saturating_sub(before);
                 let _ = tx.send((index, op, recorder, Instant::now(), cpu));
             })
             .expect("spawning a worker thread");
@@ -286,23 +282,23 @@ mod tests {
     async fn a_client_that_burns_its_lanes_is_busy_and_one_that_waits_is_not() {
         let (_, spinning) = run_async(vec![Spinner], &plan(300, 1_000)).await;
         let busy = spinning.client_busy.unwrap();
-        assert!(busy >= 0.9 && spinning.busy_is_the_clients, "{busy}");
-        // Waiting costs nothing; each wake-up may wait for a core on a loaded machine, so the
-        // waits are few and long.
         let sleeper = Sleeper {
-            each: Duration::from_millis(100),
+            each: Duration::from_millis(20),
         };
-        let (_, waiting) = run_async(vec![sleeper], &plan(400, 1_000)).await;
+        let (_, waiting) = run_async(vec![sleeper], &plan(300, 1_000)).await;
         let idle = waiting.client_busy.unwrap();
-        assert!(idle < 0.5, "{idle}");
+        // On an idle machine the spinner is near 100%; tests running beside it share the cores,
+        // so only a clear gap is asserted.
+        assert!(busy > 0.3 && busy > 5.0 * idle, "{busy} vs {idle}");
+        assert!(spinning.busy_is_the_clients);
         let sleepers = (0..2)
             .map(|_| Sleeper {
-                each: Duration::from_millis(100),
+                each: Duration::from_millis(20),
             })
             .collect();
-        let (_, blocking) = run_blocking(sleepers, &plan(400, 1_000));
+        let (_, blocking) = run_blocking(sleepers, &plan(300, 1_000));
         let idle = blocking.client_busy.unwrap();
-        assert!(idle < 0.5 && !blocking.busy_is_the_clients, "{idle}");
+        assert!(idle < 0.2 && !blocking.busy_is_the_clients, "{idle}");
     }
 
     fn plan(duration_ms: u64, ceiling_ms: u64) -> WindowPlan {
