@@ -125,8 +125,9 @@ async fn read_sys(
     }
     let mut found = BTreeMap::new();
     let deadline = Instant::now() + SYS_WAIT;
-    while let Ok(filled) = tokio::time::timeout_at(deadline.into(), conn.fill()).await {
-        filled?;
+    // What arrived with the SUBACK is decoded before waiting for more: a broker that sent its
+    // retained topics at once sends nothing after them.
+    loop {
         while let Some(packet) = conn.next_packet()? {
             if let Incoming::Publish(p) = packet {
                 let topic = String::from_utf8_lossy(&p.topic).into_owned();
@@ -136,6 +137,10 @@ async fn read_sys(
         }
         if found.contains_key(SYS_TOPICS[0]) {
             break;
+        }
+        match tokio::time::timeout_at(deadline.into(), conn.fill()).await {
+            Ok(filled) => filled?,
+            Err(_) => break,
         }
     }
     Ok(found)

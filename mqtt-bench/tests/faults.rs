@@ -34,10 +34,6 @@ fn malformed_options_are_refused_before_anything_runs() {
         &["--broker", "http://127.0.0.1:1883"],
         "unknown scheme `http`",
     );
-    refused(
-        &["--broker", "mqtt://10.0.0.1:1883"],
-        "only sends load to this machine",
-    );
     refused(&["--subscribers", "0"], "at least one subscriber");
     refused(&["--payload", "10"], "too small");
     refused(&["--sweep", "20k,10k"], "must ascend");
@@ -64,10 +60,7 @@ fn bad_credentials_and_oversized_payloads_are_refused() {
     let _servers = lock_servers();
     let wrong = auth.replacen(":fairbench@", ":wrong-password@", 1);
     assert_ne!(wrong, auth, "the URL carries the test password");
-    refused(
-        &["--broker", &wrong],
-        "refused the connection: not authorized",
-    );
+    refused(&["--broker", &wrong], "connection: not authorized");
     let anonymous = format!("mqtt://{}", auth.rsplit_once('@').unwrap().1);
     refused(&["--broker", &anonymous], "refused the connection");
     // That broker takes packets of at most 4 KiB.

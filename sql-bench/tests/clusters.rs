@@ -228,7 +228,8 @@ fn postgres_c0_to_c4_are_read_from_the_servers_and_lies_are_refused() {
         "postgres",
         "/usr/lib/postgresql/15/bin/initdb",
         "FAIRBENCH_CLUSTER_PG_PORT",
-        "57500",
+        // Below the ephemeral range (32768–60999), so no client socket holds a node's port.
+        "27500",
     ) else {
         return;
     };
@@ -341,7 +342,7 @@ fn mariadb_c0_to_c4_are_read_from_the_servers_and_a_lying_semi_sync_flag_is_refu
         "mariadb",
         "/usr/sbin/mariadbd",
         "FAIRBENCH_CLUSTER_MARIADB_PORT",
-        "54500",
+        "24500",
     ) else {
         return;
     };
@@ -436,7 +437,7 @@ fn a_cluster_that_leaves_its_configuration_mid_run_gets_invalid_cells() {
         "mariadb",
         "/usr/sbin/mariadbd",
         "FAIRBENCH_CLUSTER_MARIADB_PORT",
-        "54600",
+        "24600",
     ) else {
         return;
     };

@@ -137,12 +137,20 @@ fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
     .unwrap();
     let write = &summary.report.cells[0];
     assert_eq!(write.status, Status::Timeout, "{write:?}");
-    // The warm-up window already hangs; the cell is not retried in the measured rounds.
+    // The warm-up window's insert hangs past the ceiling: it is cancelled on the server, and
+    // the cell is not retried in the measured rounds.
     let reason = write.reason.as_deref().unwrap();
     assert!(
-        reason.contains("warm-up 1: 1 of 1 workers still busy 1s after the window closed"),
+        reason
+            .contains("warm-up 1: 1 operations still running 1s after they started were cancelled"),
         "{reason}"
     );
+    // The cancel request reached the server: no insert of this run is still sleeping there.
+    let sleeping = common::testing::psql(
+        &pg,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = 'fairbench_slow' AND state = 'active' AND query LIKE 'INSERT%'",
+    );
+    assert_eq!(sleeping.trim(), "0", "a cancelled insert is still running");
     assert!(write.throughput.is_none());
     assert_eq!(
         summary.report.cells[1].status,

@@ -97,7 +97,11 @@ pub(crate) async fn connect(opts: &Opts, identity: &Identity) -> Result<Conn, Ta
 impl MysqlTarget {
     /// `mysql://user:password@host:port/db` or the same with `mariadb://`.
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        let tls = tls::MyTls::probe(reach.tls(spec)?, &spec.url).await?;
+        let settings = reach.tls(spec)?;
+        // The URL is checked before any handshake (a bad port is the URL's fault, not the
+        // network's).
+        build_opts(spec, reach, &tls::MyTls::unprobed(settings.clone()))?;
+        let tls = tls::MyTls::probe(settings, &spec.url).await?;
         let opts = build_opts(spec, reach, &tls)?;
         let identity = Identity {
             name: spec

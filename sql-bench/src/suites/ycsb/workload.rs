@@ -437,8 +437,12 @@ mod tests {
         );
         let top = refused("readproportion = 1\n");
         assert!(top.contains("unknown key `readproportion`"), "{top}");
+        // A negative proportion is named before one above 1, whatever the order in the file.
         let negative = refused("[proportions]\nread = 1.5\nupdate = -0.5\n");
-        assert!(negative.contains("`proportions.read` is 1.5"), "{negative}");
+        assert!(
+            negative.contains("`proportions.update` is -0.5"),
+            "{negative}"
+        );
         let negative = refused("[proportions]\nupdate = -0.5\nread = 1.5\n");
         assert!(
             negative.contains("a proportion is from 0 to 1"),

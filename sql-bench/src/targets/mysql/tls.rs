@@ -59,7 +59,11 @@ impl MyTls {
 
     /// mysql_async's TLS options for every connection of the system; `None` = plaintext.
     pub fn ssl_opts(&self) -> Result<Option<SslOpts>, TargetError> {
-        let plaintext = !self.settings.uses_tls() || (self.probed && self.negotiated.is_none());
+        // Unprobed (a replica named later), a mode that only prefers TLS cannot know whether
+        // the server offers it: plaintext, as against a server without TLS.
+        let plaintext = !self.settings.uses_tls()
+            || (self.probed && self.negotiated.is_none())
+            || (!self.probed && !self.settings.mode.requires_tls());
         if plaintext {
             return Ok(None);
         }
