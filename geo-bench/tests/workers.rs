@@ -173,6 +173,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         }
         let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
         let mut expected = decode_histogram(a.histogram_b64.as_ref().unwrap()).unwrap();
+        expected.auto(true);
         expected
             .add(decode_histogram(b.histogram_b64.as_ref().unwrap()).unwrap())
             .unwrap();

@@ -111,36 +111,34 @@ async fn read_sys(
     conn: &mut Conn,
     endpoint: &Endpoint,
 ) -> Result<BTreeMap<String, String>, ConnError> {
-    let filters: Vec<(&str, u8)> = SYS_TOPICS.iter().map(|t| (*t, 0)).collect();
-    // A broker may refuse one filter (a wildcard under $SYS) and accept the other: ask one
-    // at a time.
-    for filter in filters {
+    // A broker may refuse one filter (a wildcard under $SYS) and accept the other: ask one at a
+    // time, and read what the first brought before asking for the next (its retained message
+    // would otherwise arrive where the next SUBACK is awaited).
+    let mut found = BTreeMap::new();
+    for filter in SYS_TOPICS {
         if conn
-            .subscribe(&[filter], endpoint.handshake_timeout)
+            .subscribe(&[(filter, 0)], endpoint.handshake_timeout)
             .await
             .is_err()
         {
-            return Ok(BTreeMap::new());
-        }
-    }
-    let mut found = BTreeMap::new();
-    let deadline = Instant::now() + SYS_WAIT;
-    // What arrived with the SUBACK is decoded before waiting for more: a broker that sent its
-    // retained topics at once sends nothing after them.
-    loop {
-        while let Some(packet) = conn.next_packet()? {
-            if let Incoming::Publish(p) = packet {
-                let topic = String::from_utf8_lossy(&p.topic).into_owned();
-                let text = String::from_utf8_lossy(&p.payload).trim().to_owned();
-                found.insert(topic, text);
-            }
-        }
-        if found.contains_key(SYS_TOPICS[0]) {
             break;
         }
-        match tokio::time::timeout_at(deadline.into(), conn.fill()).await {
-            Ok(filled) => filled?,
-            Err(_) => break,
+        let deadline = Instant::now() + SYS_WAIT;
+        loop {
+            while let Some(packet) = conn.next_packet()? {
+                if let Incoming::Publish(p) = packet {
+                    let topic = String::from_utf8_lossy(&p.topic).into_owned();
+                    let text = String::from_utf8_lossy(&p.payload).trim().to_owned();
+                    found.insert(topic, text);
+                }
+            }
+            if !found.is_empty() {
+                return Ok(found);
+            }
+            match tokio::time::timeout_at(deadline.into(), conn.fill()).await {
+                Ok(filled) => filled?,
+                Err(_) => break,
+            }
         }
     }
     Ok(found)

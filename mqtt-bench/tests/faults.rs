@@ -34,7 +34,7 @@ fn malformed_options_are_refused_before_anything_runs() {
         &["--broker", "http://127.0.0.1:1883"],
         "unknown scheme `http`",
     );
-    refused(&["--subscribers", "0"], "at least one subscriber");
+    refused(&["--subscribers", "0"], "need at least one");
     refused(&["--payload", "10"], "too small");
     refused(&["--sweep", "20k,10k"], "must ascend");
     refused(&["--broker-pid", "nobody=1"], "names no broker");
@@ -62,7 +62,10 @@ fn bad_credentials_and_oversized_payloads_are_refused() {
     assert_ne!(wrong, auth, "the URL carries the test password");
     refused(&["--broker", &wrong], "connection: not authorized");
     let anonymous = format!("mqtt://{}", auth.rsplit_once('@').unwrap().1);
-    refused(&["--broker", &anonymous], "refused the connection");
+    refused(
+        &["--broker", &anonymous],
+        "refused the MQTT 3.1.1 connection",
+    );
     // That broker takes packets of at most 4 KiB.
     refused(
         &["--broker", &auth, "--payload", "8k"],
