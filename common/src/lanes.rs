@@ -53,7 +53,7 @@ impl Lanes {
 
     /// CPU time so far ([`ThreadClock::running_ns`]) of the lanes slots `0..slots` run on, summed,
     /// in nanoseconds.
-    pub fn busy_ns(&self, slots: usize) -> u64 {
+    pub fn cpu_ns(&self, slots: usize) -> u64 {
         self.clocks
             .iter()
             .take(slots)

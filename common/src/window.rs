@@ -120,7 +120,7 @@ pub async fn run_async<O: Operation + 'static>(
     let (start, contexts) = plan.contexts(workers);
     let lanes = Lanes::shared();
     let busy_lanes = workers.min(lanes.len());
-    let lanes_before = lanes.busy_ns(busy_lanes);
+    let lanes_before = lanes.cpu_ns(busy_lanes);
     let tasks: Vec<_> = ops
         .into_iter()
         .zip(contexts)
@@ -158,7 +158,7 @@ pub async fn run_async<O: Operation + 'static>(
         }
     }
     let mut outcome = plan.outcome(start, workers, cpu_before);
-    let lanes_busy = lanes.busy_ns(busy_lanes).saturating_sub(lanes_before);
+    let lanes_busy = lanes.cpu_ns(busy_lanes).saturating_sub(lanes_before);
     finish(&mut outcome, results, last_end, start);
     outcome.client_busy = busy_share(lanes_busy, outcome.elapsed.as_nanos(), busy_lanes);
     outcome.busy_is_the_clients = true;
