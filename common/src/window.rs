@@ -287,9 +287,10 @@ mod tests {
         };
         let (_, waiting) = run_async(vec![sleeper], &plan(300, 1_000)).await;
         let idle = waiting.client_busy.unwrap();
-        // On an idle machine the spinner is near 100%; tests running beside it share the cores,
-        // so only a clear gap is asserted.
-        assert!(busy > 0.3 && busy > 5.0 * idle, "{busy} vs {idle}");
+        // On an idle machine the spinner is near 100%; tests running beside it share the cores
+        // (a full suite on 2 cores left it 19%), so only the gap is asserted: a busy share that
+        // counted waiting as work would put the sleeper beside the spinner.
+        assert!(busy > 5.0 * idle, "{busy} vs {idle}");
         assert!(spinning.busy_is_the_clients);
         let sleepers = (0..2)
             .map(|_| Sleeper {
