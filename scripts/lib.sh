@@ -5,11 +5,13 @@
 log() { echo "services: $*" >&2; }
 die() { echo "services: $*" >&2; exit 1; }
 
-# The first port from $1 upwards that nothing listens on (bounded search).
+# The first port from $1 upwards that this process can bind on loopback (bounded search): a
+# port an outgoing connection holds as its local end cannot be listened on either, though
+# nothing answers on it.
 free_port() {
   local port=$1
   for _ in $(seq 1 200); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    if python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null; then
       echo "$port"
       return 0
     fi

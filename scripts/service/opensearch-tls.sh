@@ -17,10 +17,9 @@ start_opensearch-tls() {
   declare -F _launch_opensearch >/dev/null || . "$(dirname "${BASH_SOURCE[0]}")/opensearch.sh"
   [ -f "$(opensearch_build_dir)/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
   test_tls "$state"
-  port=$(free_port "${FAIRBENCH_OPENSEARCH_TLS_PORT:-59700}")
-  _launch_opensearch "$state" opensearch-tls "$dir" "$port" \
+  _run_opensearch "$state" opensearch-tls "$dir" "${FAIRBENCH_OPENSEARCH_TLS_PORT:-59700}" "$TLS_DIR/ca.pem" -- \
     -Dfairbench.tls.keystore="$TLS_DIR/server.p12" -Dfairbench.tls.password=fairbench
-  _await_opensearch "$state" opensearch-tls "$dir" "$port" "$TLS_DIR/ca.pem"
+  port=$OPENSEARCH_PORT
   log "OpenSearch, HTTPS only, on 127.0.0.1:$port (pid $(cat "$state/opensearch-tls.pid"), data $dir/data)"
   echo "export FAIRBENCH_TEST_OPENSEARCH_TLS_URL='https://127.0.0.1:$port?cacert=$TLS_DIR/ca.pem'"
 }

@@ -65,22 +65,45 @@ _launch_opensearch() {
   echo $! >"$state/$name.pid"
 }
 
-# Waits for one node (NAME, its folder, its port, [CA]) and fails if its JVM is gone.
+# Waits for one node (NAME, its folder, its port, [CA]) and fails if its JVM is gone. Returns 2
+# when the JVM could not bind its port: the ports we pick lie in the kernel's ephemeral range,
+# and a connection made between picking and binding may take it.
 _await_opensearch() {
   local state=$1 name=$2 dir=$3 port=$4 ca=${5:-}
   wait_until "OpenSearch ($name)" 180 "$dir/server.log" opensearch_ready "$(cat "$state/$name.pid")" "$port" "$ca"
   if ! kill -0 "$(cat "$state/$name.pid")" 2>/dev/null; then
+    grep -q "Failed to bind to 127.0.0.1:$port" "$dir/server.log" && return 2
     tail -30 "$dir/server.log" >&2
     die "OpenSearch ($name) exited during start-up (log: $dir/server.log)"
   fi
 }
 
+# Launches and awaits one node (NAME, its folder, the first port to try, [CA], -- extra JVM
+# flags), on the next free port when its port was taken meanwhile (three tries). Sets
+# OPENSEARCH_PORT to the port it listens on.
+_run_opensearch() {
+  local state=$1 name=$2 dir=$3 port=$4 ca=$5 status
+  shift 6
+  for _ in 1 2 3; do
+    port=$(free_port "$port")
+    _launch_opensearch "$state" "$name" "$dir" "$port" "$@"
+    status=0
+    _await_opensearch "$state" "$name" "$dir" "$port" "$ca" || status=$?
+    if [ "$status" -eq 0 ]; then
+      OPENSEARCH_PORT=$port
+      return 0
+    fi
+    log "OpenSearch ($name): port $port was taken while it started; trying the next one"
+    port=$((port + 1))
+  done
+  die "OpenSearch ($name) found no port it could bind (log: $dir/server.log)"
+}
+
 start_opensearch() {
   local state=$1 dir=$1/opensearch port
   [ -f "$(opensearch_build_dir)/ready" ] || die "OpenSearch is not built (scripts/install-servers opensearch)"
-  port=$(free_port "${FAIRBENCH_OPENSEARCH_PORT:-59200}")
-  _launch_opensearch "$state" opensearch "$dir" "$port"
-  _await_opensearch "$state" opensearch "$dir" "$port"
+  _run_opensearch "$state" opensearch "$dir" "${FAIRBENCH_OPENSEARCH_PORT:-59200}" "" --
+  port=$OPENSEARCH_PORT
   log "OpenSearch on 127.0.0.1:$port (pid $(cat "$state/opensearch.pid"), data $dir/data)"
   echo "export FAIRBENCH_TEST_OPENSEARCH_URL=http://127.0.0.1:$port"
 }
