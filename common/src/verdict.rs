@@ -293,6 +293,15 @@ pub fn threshold_of(report: &Report) -> f64 {
         .unwrap_or(crate::options::DEFAULT_THRESHOLD)
 }
 
+/// How a table's title names the interval its cells print: the target confidence, and that a
+/// cell whose rounds cannot reach it says the confidence they give (`(90%)` with 3 rounds a side).
+pub fn interval_heading() -> String {
+    format!(
+        "{:.0}% interval, or the confidence in parentheses that fewer rounds give",
+        CONFIDENCE * 100.0
+    )
+}
+
 /// `1.07× [0.98–1.16] inconclusive`, the way every table prints a verdict.
 pub fn describe(verdict: &Verdict) -> String {
     let confidence = if verdict.confidence + 1e-9 < CONFIDENCE {

@@ -39,7 +39,7 @@ fn status(c: &CellComparison) -> String {
 
 /// The cells in both runs: one row each, a column per metric.
 pub fn table(c: &Comparison) -> Table {
-    let interval = format!("{:.0}% interval", verdict::CONFIDENCE * 100.0);
+    let interval = verdict::interval_heading();
     let mut header: Vec<String> = ["workload · system", "status", "throughput"]
         .map(str::to_owned)
         .to_vec();

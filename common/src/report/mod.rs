@@ -163,7 +163,7 @@ pub fn verdict_tables(report: &Report, judgement: &Judgement) -> Vec<Table> {
         return Vec::new();
     }
     let percent = verdict::threshold_of(report) * 100.0;
-    let interval = format!("{:.0}% interval", verdict::CONFIDENCE * 100.0);
+    let interval = verdict::interval_heading();
     let figure = |cell: &Cell, metric: Metric| -> Option<String> {
         if let Some(v) = judgement
             .verdicts
