@@ -4,13 +4,14 @@
 use std::fmt::Write as _;
 
 use common::human::format_rate;
-use common::report::chart::{close, color, escape, open};
+use common::report::axis::open_chart;
+use common::report::chart::{close, decades, escape, system_color};
 use common::results::Report;
 
 use super::{Curve, curves};
 
 const LEFT: f64 = 70.0;
-const TOP: f64 = 40.0;
+const TOP: f64 = 56.0;
 const PLOT_W: f64 = 520.0;
 const PLOT_H: f64 = 320.0;
 
@@ -48,99 +49,161 @@ pub fn file_slug(label: &str) -> String {
     parts.join("-")
 }
 
-fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
-    let points = curves.iter().flat_map(|c| c.points.iter());
-    let (mut r_min, mut q_min, mut q_max) = (1.0_f64, f64::INFINITY, 0.0_f64);
-    for p in points {
-        r_min = r_min.min(p.recall);
-        q_min = q_min.min(p.qps.max(1e-3));
-        q_max = q_max.max(p.qps);
+/// The plot both recall/QPS charts share: recall on x from just below the lowest point to 1,
+/// QPS on y over whole decades (log scale), with its grid and labels drawn.
+pub struct RecallQps {
+    r_lo: f64,
+    log_lo: f64,
+    log_hi: f64,
+}
+
+impl RecallQps {
+    /// Opens the chart (`data-chart` = `chart`, naming the `systems` it draws marks for) on the
+    /// range of `points` (recall, QPS) and draws its axes.
+    pub fn open(
+        svg: &mut String,
+        chart: &str,
+        systems: &[&str],
+        title: &str,
+        points: impl Iterator<Item = (f64, f64)>,
+    ) -> RecallQps {
+        let (mut r_min, mut q_min, mut q_max) = (1.0_f64, f64::INFINITY, 0.0_f64);
+        for (recall, qps) in points {
+            r_min = r_min.min(recall);
+            q_min = q_min.min(qps.max(1e-3));
+            q_max = q_max.max(qps);
+        }
+        let (log_lo, log_hi) = decades(q_min, q_max);
+        let plot = RecallQps {
+            r_lo: (r_min - 0.02).clamp(0.0, 0.98),
+            log_lo,
+            log_hi,
+        };
+        open_chart(
+            svg,
+            (LEFT + PLOT_W + 200.0, TOP + PLOT_H + 50.0),
+            chart,
+            systems,
+            title,
+            "up and to the right is better: more queries per second at a higher recall",
+        );
+        plot.axes(svg);
+        plot
     }
-    let r_lo = (r_min - 0.02).clamp(0.0, 0.98);
-    let (log_lo, log_hi) = (
-        q_min.log10().floor(),
-        q_max.max(q_min * 10.0).log10().ceil(),
-    );
-    let x = |r: f64| LEFT + PLOT_W * (r - r_lo) / (1.0 - r_lo);
-    let y = |q: f64| TOP + PLOT_H * (1.0 - (q.max(1e-3).log10() - log_lo) / (log_hi - log_lo));
-    let width = LEFT + PLOT_W + 180.0;
-    let height = TOP + PLOT_H + 50.0;
+
+    pub fn x(&self, recall: f64) -> f64 {
+        LEFT + PLOT_W * (recall - self.r_lo) / (1.0 - self.r_lo)
+    }
+
+    pub fn y(&self, qps: f64) -> f64 {
+        TOP + PLOT_H * (1.0 - (qps.max(1e-3).log10() - self.log_lo) / (self.log_hi - self.log_lo))
+    }
+
+    /// The right edge of the plot, where labels of lines across it start.
+    pub fn right(&self) -> f64 {
+        LEFT + PLOT_W
+    }
+
+    pub fn left(&self) -> f64 {
+        LEFT
+    }
+
+    fn axes(&self, svg: &mut String) {
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
+        );
+        for decade in (self.log_lo as i32)..=(self.log_hi as i32) {
+            let q = 10f64.powi(decade);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                LEFT + PLOT_W,
+                self.y(q),
+                self.y(q),
+                LEFT - 6.0,
+                self.y(q) + 4.0,
+                format_rate(q)
+            );
+        }
+        for step in 0..=5 {
+            let r = self.r_lo + (1.0 - self.r_lo) * f64::from(step) / 5.0;
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{r:.3}</text>"#,
+                self.x(r),
+                TOP + PLOT_H + 16.0
+            );
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">recall@k</text>"#,
+            LEFT + PLOT_W / 2.0,
+            TOP + PLOT_H + 36.0
+        );
+    }
+
+    /// One legend entry per system, down the right of the plot (`data-legend`, not a mark).
+    pub fn legend(&self, svg: &mut String, entries: &[(&str, &str)]) {
+        for (i, (name, color)) in entries.iter().enumerate() {
+            let ly = TOP + 10.0 + 18.0 * i as f64;
+            let _ = writeln!(
+                svg,
+                r#"<g class="legend" data-legend="{name}"><rect x="{:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/><text x="{:.1}" y="{:.1}">{name}</text></g>"#,
+                LEFT + PLOT_W + 12.0,
+                LEFT + PLOT_W + 30.0,
+                ly + 10.0,
+                name = escape(name)
+            );
+        }
+    }
+}
+
+fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
+    let systems: Vec<&str> = curves.iter().map(|c| c.system.as_str()).collect();
     let mut svg = String::new();
-    open(
+    let plot = RecallQps::open(
         &mut svg,
-        width,
-        height,
+        "recall-qps",
+        &systems,
         &format!(
             "{} — {family} (QPS at --connections, log scale, against recall@k)",
             report.tool
         ),
+        curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| (p.recall, p.qps))),
     );
-    let _ = writeln!(
-        svg,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
-    );
-    for decade in (log_lo as i32)..=(log_hi as i32) {
-        let q = 10f64.powi(decade);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + PLOT_W,
-            y(q),
-            y(q),
-            LEFT - 6.0,
-            y(q) + 4.0,
-            format_rate(q)
-        );
-    }
-    for step in 0..=5 {
-        let r = r_lo + (1.0 - r_lo) * f64::from(step) / 5.0;
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{r:.3}</text>"#,
-            x(r),
-            TOP + PLOT_H + 16.0
-        );
-    }
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">recall@k</text>"#,
-        LEFT + PLOT_W / 2.0,
-        TOP + PLOT_H + 36.0
-    );
-    // One colour per curve of this family, in the order of the systems that have one.
-    for (i, curve) in curves.iter().enumerate() {
-        let color = color(i);
+    let mut legend = Vec::new();
+    for curve in curves {
+        let color = system_color(report, &curve.system);
+        let system = escape(&curve.system);
         let path: Vec<String> = curve
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.recall), y(p.qps)))
+            .map(|p| format!("{:.1},{:.1}", plot.x(p.recall), plot.y(p.qps)))
             .collect();
         let _ = writeln!(
             svg,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+            r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
             path.join(" ")
         );
         for p in &curve.points {
+            let (px, py) = (plot.x(p.recall), plot.y(p.qps));
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="10" fill="{color}">ef {}</text>"#,
-                x(p.recall),
-                y(p.qps),
-                x(p.recall) + 4.0,
-                y(p.qps) - 4.0,
+                r#"<circle data-system="{system}" cx="{px:.1}" cy="{py:.1}" r="3" fill="{color}"><title>{system} ef {}: recall {:.3}, {} q/s</title></circle><text data-system="{system}" x="{:.1}" y="{:.1}" font-size="10" fill="{color}">ef {}</text>"#,
+                p.ef,
+                p.recall,
+                format_rate(p.qps),
+                px + 4.0,
+                py - 4.0,
                 p.ef
             );
         }
-        let ly = TOP + 10.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            svg,
-            r#"<rect x="{:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            LEFT + PLOT_W + 12.0,
-            LEFT + PLOT_W + 30.0,
-            ly + 10.0,
-            escape(&curve.system)
-        );
+        legend.push((curve.system.as_str(), color));
     }
+    plot.legend(&mut svg, &legend);
     close(&mut svg);
     svg
 }

@@ -6,12 +6,12 @@
 use std::fmt::Write as _;
 
 use common::human::format_rate;
-use common::report::chart::{close, decades, escape, open, system_color};
+use common::report::chart::{close, escape, system_color};
 use common::results::{Cell, Report, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::chart::file_slug;
+use super::chart::{RecallQps, file_slug};
 
 /// One query family's view.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -138,11 +138,6 @@ pub fn front(points: &[ParetoPoint]) -> Vec<usize> {
     out
 }
 
-const LEFT: f64 = 70.0;
-const TOP: f64 = 40.0;
-const PLOT_W: f64 = 520.0;
-const PLOT_H: f64 = 320.0;
-
 /// One chart per family with at least one system's points, as (file name, SVG text).
 pub fn charts(report: &Report) -> Vec<(String, String)> {
     views(report)
@@ -158,77 +153,45 @@ pub fn charts(report: &Report) -> Vec<(String, String)> {
 }
 
 fn chart(report: &Report, view: &ParetoView) -> String {
-    let all = view.systems.iter().flat_map(|s| s.points.iter());
-    let (mut r_min, mut q_min, mut q_max) = (1.0_f64, f64::INFINITY, 0.0_f64);
-    for p in all {
-        r_min = r_min.min(p.recall);
-        q_min = q_min.min(p.qps.max(1e-3));
-        q_max = q_max.max(p.qps);
-    }
-    if let Some(bar) = view.exact {
-        q_min = q_min.min(bar.qps.max(1e-3));
-        q_max = q_max.max(bar.qps);
-    }
-    let r_lo = (r_min - 0.02).clamp(0.0, 0.98);
-    let (log_lo, log_hi) = decades(q_min, q_max);
-    let x = |r: f64| LEFT + PLOT_W * (r - r_lo) / (1.0 - r_lo);
-    let y = |q: f64| TOP + PLOT_H * (1.0 - (q.max(1e-3).log10() - log_lo) / (log_hi - log_lo));
+    let systems: Vec<&str> = view.systems.iter().map(|s| s.system.as_str()).collect();
+    let points = view
+        .systems
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| (p.recall, p.qps)));
     let mut svg = String::new();
-    open(
+    let plot = RecallQps::open(
         &mut svg,
-        LEFT + PLOT_W + 200.0,
-        TOP + PLOT_H + 50.0,
+        "pareto",
+        &systems,
         &format!(
             "{} — {}: each system's points and Pareto front (QPS, log scale, against recall)",
             report.tool, view.query
         ),
+        points.chain(view.exact.map(|bar| (1.0, bar.qps))),
     );
-    let _ = writeln!(
-        svg,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
-    );
-    for decade in (log_lo as i32)..=(log_hi as i32) {
-        let q = 10f64.powi(decade);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + PLOT_W,
-            y(q),
-            y(q),
-            LEFT - 6.0,
-            y(q) + 4.0,
-            format_rate(q)
-        );
-    }
-    for step in 0..=5 {
-        let r = r_lo + (1.0 - r_lo) * f64::from(step) / 5.0;
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{r:.3}</text>"#,
-            x(r),
-            TOP + PLOT_H + 16.0
-        );
-    }
     if let Some(bar) = view.exact {
         let _ = writeln!(
             svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#333" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="10">exact scan {} q/s</text>"##,
-            LEFT + PLOT_W,
-            y(bar.qps),
-            y(bar.qps),
-            LEFT + 4.0,
-            y(bar.qps) - 4.0,
+            r##"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#333" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="10">exact scan {} q/s</text>"##,
+            plot.left(),
+            plot.right(),
+            plot.y(bar.qps),
+            plot.y(bar.qps),
+            plot.left() + 4.0,
+            plot.y(bar.qps) - 4.0,
             format_rate(bar.qps)
         );
     }
-    for (i, system) in view.systems.iter().enumerate() {
+    let mut legend = Vec::new();
+    for system in &view.systems {
         let color = system_color(report, &system.system);
+        let name = escape(&system.system);
         for p in &system.points {
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}" fill-opacity="0.45"><title>{} ef {}</title></circle>"#,
-                x(p.recall),
-                y(p.qps),
+                r#"<circle data-system="{name}" cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}" fill-opacity="0.45"><title>{name} {} ef {}</title></circle>"#,
+                plot.x(p.recall),
+                plot.y(p.qps),
                 escape(&p.variant),
                 p.ef
             );
@@ -237,28 +200,18 @@ fn chart(report: &Report, view: &ParetoView) -> String {
             .front
             .iter()
             .map(|j| {
-                format!(
-                    "{:.1},{:.1}",
-                    x(system.points[*j].recall),
-                    y(system.points[*j].qps)
-                )
+                let p = &system.points[*j];
+                format!("{:.1},{:.1}", plot.x(p.recall), plot.y(p.qps))
             })
             .collect();
         let _ = writeln!(
             svg,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+            r#"<polyline data-system="{name}" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
             path.join(" ")
         );
-        let ly = TOP + 10.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            svg,
-            r#"<rect x="{:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            LEFT + PLOT_W + 12.0,
-            LEFT + PLOT_W + 30.0,
-            ly + 10.0,
-            escape(&system.system)
-        );
+        legend.push((system.system.as_str(), color));
     }
+    plot.legend(&mut svg, &legend);
     close(&mut svg);
     svg
 }
