@@ -6,8 +6,10 @@
 //! `report.md` ([`MqttReport`]); the notes every run carries.
 
 mod qos;
+mod sweep;
 
 pub use qos::{figures_table, qos_tables, storm_table};
+pub use sweep::{render_sweep_svg, sweep_table};
 
 use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
@@ -179,45 +181,6 @@ pub fn seed_table(report: &Report) -> Table {
     }
 }
 
-/// The QoS 0 sweep of each broker's last measured round: offered, accepted, delivered, loss.
-pub fn sweep_table(report: &Report) -> Option<Table> {
-    let mut rows = Vec::new();
-    for cell in report
-        .cells
-        .iter()
-        .filter(|c| c.workload.starts_with("qos0 delivered"))
-    {
-        let Some(last) = cell
-            .extra
-            .get("rounds")
-            .and_then(|r| r.as_array()?.last().cloned())
-        else {
-            continue;
-        };
-        for step in last["steps"].as_array().into_iter().flatten() {
-            let rate = |key: &str| step[key].as_f64().map_or("–".into(), format_rate);
-            let loss = step["delivery"]["lost"].as_f64().unwrap_or(0.0)
-                / step["delivery"]["sent"].as_f64().unwrap_or(0.0).max(1.0);
-            rows.push(vec![
-                cell.system.clone(),
-                rate("offered_per_s"),
-                rate("accepted_per_s"),
-                rate("delivered_per_s"),
-                format!("{:.3}%", loss * 100.0),
-                step["step"].as_str().unwrap_or("").to_owned(),
-            ]);
-        }
-    }
-    (!rows.is_empty()).then(|| Table {
-        title: "QoS 0 1→1 sweep, last measured round (msg/s; the figure is the highest delivered rate of an ok or broker-limited step)".into(),
-        header: ["broker", "offered", "accepted", "delivered", "loss", "step"]
-            .map(String::from)
-            .to_vec(),
-        rows,
-        numeric: true,
-    })
-}
-
 /// Every message accounted for: sent (per subscriber), lost, duplicated, out of order.
 pub fn delivery_table(report: &Report) -> Table {
     let rows = workloads(report)
@@ -351,6 +314,14 @@ fn block(heading: &str, bullet: &str, items: &[String]) -> String {
 pub struct MqttReport;
 
 impl ToolReport for MqttReport {
+    /// The broker's own chart: the QoS 0 sweep's delivered against offered rate.
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        render_sweep_svg(report)
+            .map(|svg| ("delivered-vs-offered.svg".to_owned(), svg))
+            .into_iter()
+            .collect()
+    }
+
     /// The terminal summary printed at the end of a run.
     fn terminal(&self, report: &Report) -> String {
         let tables: String = tables(report)
