@@ -17,6 +17,9 @@ const TOP: f64 = 60.0;
 const PLOT_W: f64 = 520.0;
 const PLOT_H: f64 = 320.0;
 
+/// One step of a sweep: offered and delivered msg/s, and the step's verdict (`ok`, …).
+type Step = (f64, f64, String);
+
 /// The sweep cells with the steps of their last measured round.
 fn sweeps(report: &Report) -> Vec<(&Cell, Vec<Value>)> {
     report
@@ -71,7 +74,7 @@ pub fn sweep_table(report: &Report) -> Option<Table> {
 
 /// `delivered-vs-offered.svg`, or `None` when no sweep step has a delivered rate.
 pub fn render_sweep_svg(report: &Report) -> Option<String> {
-    let sweeps: Vec<(&Cell, Vec<(f64, f64, String)>)> = sweeps(report)
+    let sweeps: Vec<(&Cell, Vec<Step>)> = sweeps(report)
         .into_iter()
         .map(|(cell, steps)| {
             let points = steps
