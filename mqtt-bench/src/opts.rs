@@ -23,6 +23,8 @@ pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024 * 1024;
 #[command(
     name = "mqtt-bench",
     version,
+    // `-V` is the MQTT version, as in emqtt-bench (`-V 5`); the tool's own is `--version`.
+    disable_version_flag = true,
     about = "MQTT broker throughput, fan-out, delivered QoS 0 rate and delivery latency, every message accounted for",
     after_help = "Without --broker (or --target) an embedded broker is started in this process and \
                   measured, labelled embedded and colocated. --connections is not used: each \
@@ -45,9 +47,15 @@ pub struct Opts {
     #[arg(long = "broker-pid", value_name = "[NAME=]PID", value_parser = ServerPid::parse)]
     pub broker_pids: Vec<ServerPid>,
 
-    /// MQTT versions to speak, comma-separated: 3.1.1, 5. Each broker spoken to in each is a
-    /// system of its own (NAME-mqtt3.1.1, NAME-mqtt5) in the same tables.
-    #[arg(long = "protocol", value_delimiter = ',', value_name = "LIST", default_value = "3.1.1", value_parser = Protocol::parse)]
+    /// Print mqtt-bench's version.
+    #[arg(long, action = clap::ArgAction::Version)]
+    #[serde(skip)]
+    pub version: (),
+
+    /// MQTT versions to speak, comma-separated: 3.1.1 (or 4, its protocol level), 5. Each
+    /// broker spoken to in each is a system of its own (NAME-mqtt3.1.1, NAME-mqtt5) in the same
+    /// tables. `-V 5` is emqtt-bench's spelling.
+    #[arg(short = 'V', long = "protocol", value_delimiter = ',', value_name = "LIST", default_value = "3.1.1", value_parser = Protocol::parse)]
     pub protocols: Vec<Protocol>,
 
     /// Scenarios to run, comma-separated: qos1, fanout, qos0, latency, qos2 (seed 000's five,
@@ -388,6 +396,23 @@ mod tests {
         assert!(ManyToMany::parse("ten").is_err());
         assert!(keep_alive("1.5s").is_err());
         assert!(source_addr("127.0.0.2").is_ok() && source_addr("nowhere").is_err());
+    }
+
+    #[test]
+    fn dash_capital_v_is_the_mqtt_version_as_in_emqtt_bench() {
+        let parse = |args: &[&str]| Opts::try_parse_from([&["mqtt-bench"], args].concat());
+        assert_eq!(parse(&["-V", "5"]).unwrap().protocols, [Protocol::V5]);
+        assert_eq!(
+            parse(&["-V", "4,5"]).unwrap().protocols,
+            [Protocol::V311, Protocol::V5]
+        );
+        let three = parse(&["-V", "3"]).unwrap_err().to_string();
+        assert!(
+            three.contains("MQTT 3.1 (protocol level 3) is not spoken"),
+            "{three}"
+        );
+        let version = parse(&["--version"]).unwrap_err();
+        assert_eq!(version.kind(), clap::error::ErrorKind::DisplayVersion);
     }
 
     #[test]

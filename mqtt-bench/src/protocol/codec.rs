@@ -25,8 +25,12 @@ pub enum Protocol {
 impl Protocol {
     pub fn parse(text: &str) -> Result<Protocol, String> {
         match text.trim().to_ascii_lowercase().as_str() {
-            "3.1.1" | "311" | "4" | "v4" | "3" => Ok(Protocol::V311),
+            "3.1.1" | "311" | "4" | "v4" => Ok(Protocol::V311),
             "5" | "5.0" | "v5" => Ok(Protocol::V5),
+            // emqtt-bench's `-V 3` is protocol level 3, MQTT 3.1 ("MQIsdp"), not 3.1.1.
+            "3" | "3.1" | "v3" => {
+                Err("MQTT 3.1 (protocol level 3) is not spoken; choose 3.1.1 (level 4) or 5".into())
+            }
             other => Err(format!(
                 "`{other}` is not an MQTT protocol version; choose 3.1.1 or 5"
             )),

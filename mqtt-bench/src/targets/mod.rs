@@ -25,7 +25,7 @@ use common::pool::BoxFuture;
 use common::procstat::{Probe, ServerPid};
 use common::results::{Location, SystemInfo};
 pub use common::target::TargetError;
-use common::target::location_of_host;
+use common::target::{FromAfar, location_of_host};
 
 use crate::protocol::codec::{ConnAckInfo, Protocol};
 use crate::protocol::conn::{ConnError, Endpoint};
@@ -294,11 +294,7 @@ fn system_info(
     }
     verified.extend(description.verified);
     let mut not_measured = Vec::new();
-    if location == Location::Remote {
-        not_measured.push(
-            "CPU time and resident memory of the broker: it runs on another host (/proc is read on this machine only)".to_owned(),
-        );
-    } else if reached.pid.is_none() {
+    if location != Location::Remote && reached.pid.is_none() {
         not_measured.push(
             "CPU time and resident memory of the broker: no --broker-pid was given".to_owned(),
         );
@@ -306,7 +302,7 @@ fn system_info(
     if let Some(monitor) = &url.monitor {
         verified.insert("monitor".into(), common::redact::redact_url(monitor));
     }
-    SystemInfo {
+    let mut info = SystemInfo {
         name: spec.name.clone().unwrap_or_else(|| kind.to_owned()),
         kind: kind.to_owned(),
         url_redacted: spec.url_redacted(),
@@ -320,7 +316,11 @@ fn system_info(
             Vec::new()
         },
         ..SystemInfo::default()
-    }
+    };
+    // From afar neither the process (/proc) nor its configuration file (read through the PID,
+    // as Mosquitto's is) can be read.
+    common::target::note_remote(&mut info, &[FromAfar::ServerUsage, FromAfar::ConfigFile]);
+    info
 }
 
 /// A process's command line, argument by argument.
