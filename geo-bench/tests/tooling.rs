@@ -2,61 +2,18 @@
 //! (the embedded SQLite R*Tree, three short rounds each), and the report of a real run rendered
 //! in chromium.
 
-use std::path::Path;
-
-use common::testing::tooling::{assert_compare_and_report, run_bin};
-
-const BIN: &str = env!("CARGO_BIN_EXE_geo-bench");
-
-/// Three measured rounds (a verdict needs three a side), short windows, a small curve.
-const QUICK: &[&str] = &[
-    "--quiet",
-    "--duration",
-    "150ms",
-    "--rounds",
-    "3",
-    "--warmup",
-    "1",
-    "--connections",
-    "2",
-    "--events",
-    "3000",
-    "--queries",
-    "25",
-    "--batch-sizes",
-    "1,100",
-    "--clients",
-    "1",
-];
-
-fn run(output: &Path) {
-    let mut args = vec!["--output", output.to_str().unwrap()];
-    args.extend_from_slice(QUICK);
-    let ran = run_bin(Path::new(BIN), &args);
-    // 1: the run finished with a cell that is not ok (a loaded machine can do that); compare
-    // and report take such a run as they take any other.
-    assert!(matches!(ran.code, Some(0 | 1)), "{ran:#?}");
-    assert!(
-        ran.stdout.contains("insert"),
-        "the run's summary: {}",
-        ran.stdout
-    );
-}
+use common::testing::tooling::Tool;
 
 #[test]
 fn two_real_runs_compare_and_one_reports_and_renders() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    run(&a);
-    run(&b);
-    for file in [
-        "results.csv",
-        "report.html",
-        "insert-curve.svg",
-        "hdr/insert-b1-c1--sqlite.hlog",
-    ] {
-        assert!(a.join(file).is_file(), "{file}");
+    Tool {
+        bin: env!("CARGO_BIN_EXE_geo-bench"),
+        quick: "--duration 150ms --connections 2 --events 3000 --queries 25 \
+                --batch-sizes 1,100 --clients 1",
+        files: &["insert-curve.svg", "hdr/insert-b1-c1--sqlite.hlog"],
+        stdout_says: &["insert"],
+        ..Tool::default()
     }
-    assert_compare_and_report(Path::new(BIN), &a, &b, &dir.path().join("scratch"));
-    common::testing::assert_html_renders(&a);
+    .assert_two_runs(dir.path());
 }

@@ -11,15 +11,8 @@ use std::thread;
 use common::histogram::decode_histogram;
 use common::results::{Report, Status};
 use common::scale::merge::MergeArgs;
+use common::testing::free_port;
 use support::*;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
 fn workers(

@@ -43,11 +43,7 @@ fn malformed_options_are_refused_before_anything_runs() {
 
 #[test]
 fn an_unreachable_broker_is_one_clear_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::testing::free_port();
     let url = format!("mqtt://127.0.0.1:{port}");
     refused(&["--broker", &url], "cannot connect to 127.0.0.1");
 }

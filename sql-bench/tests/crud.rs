@@ -382,10 +382,7 @@ fn a_foreign_table_in_the_namespace_is_never_touched() {
 fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let closed_port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let closed_port = common::testing::free_port();
     let unreachable = format!("postgres://fairbench:x@127.0.0.1:{closed_port}/postgres");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (

@@ -1,63 +1,18 @@
 //! `vector-bench compare` and `vector-bench report` on two real runs of the binary with no subcommand
 //! (usearch over a small generated dataset, three short rounds each), and the report of a real run rendered in chromium.
 
-use std::path::Path;
-
-use common::testing::tooling::{assert_compare_and_report, run_bin};
-
-const BIN: &str = env!("CARGO_BIN_EXE_vector-bench");
-
-/// Three measured rounds (a verdict needs three a side) and short windows.
-const QUICK: &[&str] = &[
-    "--quiet",
-    "--rows",
-    "3000",
-    "--dims",
-    "32",
-    "--clusters",
-    "16",
-    "--queries",
-    "60",
-    "--ef",
-    "16,64",
-    "--filters",
-    "none,10pct",
-    "--variants",
-    "f32",
-    "--duration",
-    "200ms",
-    "--rounds",
-    "3",
-    "--warmup",
-    "1",
-    "--connections",
-    "2",
-];
-
-/// Both runs share one ground-truth cache (`scratch`), as a user's runs would.
-fn run(output: &Path, scratch: &Path) {
-    let mut args = vec![
-        "--cache-dir",
-        scratch.to_str().unwrap(),
-        "--output",
-        output.to_str().unwrap(),
-    ];
-    args.extend_from_slice(QUICK);
-    let ran = run_bin(Path::new(BIN), &args);
-    // 1: the run finished with a cell that is not ok (a loaded machine can do that); compare
-    // and report take such a run as they take any other.
-    assert!(matches!(ran.code, Some(0 | 1)), "{ran:#?}");
-}
+use common::testing::tooling::Tool;
 
 #[test]
 fn two_real_runs_compare_and_one_reports_and_renders() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    run(&a, dir.path());
-    run(&b, dir.path());
-    for file in ["results.csv", "report.html", "report.md"] {
-        assert!(a.join(file).is_file(), "{file}");
+    Tool {
+        bin: env!("CARGO_BIN_EXE_vector-bench"),
+        quick: "--rows 3000 --dims 32 --clusters 16 --queries 60 --ef 16,64 \
+                --filters none,10pct --variants f32 --duration 200ms --connections 2",
+        // Both runs share one ground-truth cache, as a user's runs would.
+        shared_dir_flag: Some("--cache-dir"),
+        ..Tool::default()
     }
-    assert_compare_and_report(Path::new(BIN), &a, &b, &dir.path().join("scratch"));
-    common::testing::assert_html_renders(&a);
+    .assert_two_runs(dir.path());
 }

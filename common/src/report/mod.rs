@@ -479,7 +479,6 @@ pub fn floor_text(ns: u64) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::environment::Environment;
     use crate::results::{Counts, Percentiles, Throughput, VerdictKind};
 
     pub fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
@@ -502,30 +501,12 @@ pub(crate) mod tests {
     }
 
     pub fn sample() -> Report {
-        let system = |name: &str| SystemInfo {
-            name: name.into(),
-            kind: name.into(),
-            url_redacted: name.into(),
-            version: format!("{name} 1.0"),
-            ..SystemInfo::default()
-        };
+        let system = crate::testing::synthetic_system;
         let mut invalid = cell("read 16c", "b", &[5_000.0, 5_100.0]);
         invalid.status = Status::Invalid;
         invalid.reason = Some("returned 999 rows, expected 1,000".into());
         Report {
-            schema_version: 1,
-            tool: "sql-bench".into(),
-            tool_version: "0.1.0".into(),
-            git_commit: None,
-            suite: "crud".into(),
-            section: "C0 — 1 node, no replication".into(),
-            run_id: "r".into(),
             reference: Some("a".into()),
-            started_at: "2026-11-30T00:00:00Z".into(),
-            finished_at: None,
-            options: serde_json::json!({"rounds": 3, "duration_s": 10.0, "warmup": 1}),
-            environment: Environment::default(),
-            data: None,
             systems: vec![system("a"), system("b"), system("c")],
             cells: vec![
                 cell("write 1c", "a", &[1_000.0, 1_050.0, 1_020.0]),
@@ -535,12 +516,13 @@ pub(crate) mod tests {
                 invalid,
                 cell("read 16c", "c", &[3_000.0, 3_100.0, 3_050.0]),
             ],
-            verdicts: vec![],
-            no_verdicts: vec![],
             notes: vec!["all requests from one client host".into()],
-            extra: Default::default(),
-            worker: None,
-            workers: Vec::new(),
+            ..crate::testing::synthetic_report(
+                "sql-bench",
+                "crud",
+                "C0 — 1 node, no replication",
+                serde_json::json!({"rounds": 3, "duration_s": 10.0, "warmup": 1}),
+            )
         }
     }
 

@@ -17,7 +17,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::results::{Cell, Report};
+use crate::environment::Environment;
+use crate::results::{Cell, Report, SystemInfo};
 use crate::run::Summary;
 
 /// Servers are shared by every test in a test binary; one test uses them at a time.
@@ -65,6 +66,45 @@ pub fn run_args<O: clap::Parser>(
     run(opts, interrupt)
 }
 
+/// Defines a tool's in-process runs for its integration tests: `run(ARGS…)` and
+/// `run_with(ARGS…, interrupt)` (an interrupt flag the test controls), through [`run_args`].
+/// `in_process_runs!("geo-bench", geo_bench)` in the tests' support module.
+#[macro_export]
+macro_rules! in_process_runs {
+    ($tool:literal, $krate:ident) => {
+        /// Runs the tool on `ARGS…` in-process.
+        pub fn run(args: &[&str]) -> anyhow::Result<$crate::run::Summary> {
+            run_with(args, Default::default())
+        }
+
+        /// Runs the tool on `ARGS…` in-process with an interrupt flag the test controls.
+        pub fn run_with(
+            args: &[&str],
+            interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        ) -> anyhow::Result<$crate::run::Summary> {
+            $crate::testing::run_args::<$krate::Opts>(
+                $tool,
+                args,
+                interrupt,
+                $krate::run_with_interrupt,
+            )
+        }
+    };
+}
+
+/// The words of `text` (a test's settings written on one line: `"--duration 1s --rounds 2"`).
+pub fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
+/// A free port on loopback (bound, then released for whatever the test starts to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 /// `PREFIX… --output DIR --quiet`, then the pairs of `quick` that `extra` does not set, then
 /// `extra` (which so overrides them).
 pub fn quick_args<'a>(
@@ -97,6 +137,51 @@ pub fn read_json(dir: &Path) -> serde_json::Value {
 /// `results.json` of a results folder, as the report model.
 pub fn read_report(dir: &Path) -> Report {
     serde_json::from_value(read_json(dir)).expect("results.json reads as a report")
+}
+
+/// The frame of a synthetic report for renderer tests: a fixed run id and start, no machine,
+/// no systems, cells or notes (the test fills them in), so nothing of this machine or this
+/// moment reaches a snapshot.
+pub fn synthetic_report(
+    tool: &str,
+    suite: &str,
+    section: &str,
+    options: serde_json::Value,
+) -> Report {
+    Report {
+        schema_version: 1,
+        tool: tool.into(),
+        tool_version: "0.1.0".into(),
+        git_commit: None,
+        suite: suite.into(),
+        section: section.into(),
+        run_id: "r".into(),
+        reference: None,
+        started_at: "2026-11-30T00:00:00Z".into(),
+        finished_at: None,
+        options,
+        environment: Environment::default(),
+        data: None,
+        systems: Vec::new(),
+        cells: Vec::new(),
+        verdicts: Vec::new(),
+        no_verdicts: Vec::new(),
+        notes: Vec::new(),
+        extra: Default::default(),
+        worker: None,
+        workers: Vec::new(),
+    }
+}
+
+/// A synthetic report's system `name`: its kind and URL its name, version `NAME 1.0`.
+pub fn synthetic_system(name: &str) -> SystemInfo {
+    SystemInfo {
+        name: name.into(),
+        kind: name.into(),
+        url_redacted: name.into(),
+        version: format!("{name} 1.0"),
+        ..SystemInfo::default()
+    }
 }
 
 /// The cell of `workload` on `system`; panics naming every cell there is when there is none.

@@ -2,7 +2,8 @@
 //! of the tool's own binary: the verdict lines, the exit codes (a doctored candidate whose
 //! rounds are a quarter as fast exits 1 with `--fail-on regression`), the refusals (different
 //! options, another tool, a corrupt or missing file: one line, exit 2), and `report` rebuilding
-//! every export from results.json alone.
+//! every export from results.json alone; and [`Tool::assert_two_runs`], which makes the two runs
+//! and checks all of that (each tool's tests/tooling.rs is one call of it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +11,71 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::read_json;
+
+/// The arguments every two-run check adds: three measured rounds (a verdict needs three a side)
+/// after one warm-up, no progress output.
+const THREE_ROUNDS: [&str; 5] = ["--quiet", "--rounds", "3", "--warmup", "1"];
+
+/// The files every run writes (and `report` rebuilds).
+const RUN_FILES: [&str; 3] = ["results.csv", "report.html", "report.md"];
+
+/// A tool's binary and the short run its `compare`/`report` check is made on.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tool {
+    /// The binary (`env!("CARGO_BIN_EXE_<tool>")`).
+    pub bin: &'static str,
+    /// What comes before `--output DIR` (a suite's name), space-separated.
+    pub before: &'static str,
+    /// The tool's own short settings, space-separated (three rounds, one warm-up and `--quiet`
+    /// are added).
+    pub quick: &'static str,
+    /// A flag given a folder both runs share (a cache, as a user's runs would share it).
+    pub shared_dir_flag: Option<&'static str>,
+    /// Files the run writes besides results.csv, report.html and report.md.
+    pub files: &'static [&'static str],
+    /// Words the run's stdout must hold.
+    pub stdout_says: &'static [&'static str],
+}
+
+impl Tool {
+    /// Runs the tool twice into `dir` (`a` and `b`), checks what the first run wrote, then
+    /// [`assert_compare_and_report`] on the two, and (feature `browser`) that the first run's
+    /// report.html renders in chromium.
+    pub fn assert_two_runs(&self, dir: &Path) {
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        self.run(&a, dir);
+        self.run(&b, dir);
+        for file in RUN_FILES.iter().chain(self.files) {
+            assert!(a.join(file).is_file(), "the run wrote no {file}");
+        }
+        let bin = Path::new(self.bin);
+        assert_compare_and_report(bin, &a, &b, &dir.join("scratch"));
+        #[cfg(feature = "browser")]
+        super::assert_html_renders(&a);
+    }
+
+    /// One run into `output`; `shared` goes to [`Tool::shared_dir_flag`].
+    fn run(&self, output: &Path, shared: &Path) {
+        let mut args: Vec<&str> = self.before.split_whitespace().collect();
+        args.extend(["--output", text(output)]);
+        if let Some(flag) = self.shared_dir_flag {
+            args.extend([flag, text(shared)]);
+        }
+        args.extend(THREE_ROUNDS);
+        args.extend(self.quick.split_whitespace());
+        let ran = run_bin(Path::new(self.bin), &args);
+        // 1: the run finished with a cell that is not ok (a loaded machine can do that);
+        // compare and report take such a run as they take any other.
+        assert!(matches!(ran.code, Some(0 | 1)), "{ran:#?}");
+        for says in self.stdout_says {
+            assert!(
+                ran.stdout.contains(says),
+                "the run's summary: {}",
+                ran.stdout
+            );
+        }
+    }
+}
 
 /// What one command left: its exit code, stdout and stderr.
 #[derive(Debug)]

@@ -288,7 +288,6 @@ impl ToolReport for GeoReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use common::environment::Environment;
     use common::results::{Percentiles, SystemInfo, Throughput};
 
     fn cell(
@@ -329,17 +328,13 @@ pub(crate) mod tests {
     /// A synthetic report: no timing of this machine reaches a snapshot.
     pub(crate) fn sample() -> Report {
         let system = |name: &str, durable: bool, floor: Option<u64>| SystemInfo {
-            name: name.into(),
-            kind: name.into(),
-            url_redacted: name.into(),
-            version: format!("{name} 1.0"),
             labels: vec![if durable {
                 "durable".into()
             } else {
                 "not durable".into()
             }],
             durable_write_floor_ns: floor,
-            ..SystemInfo::default()
+            ..common::testing::synthetic_system(name)
         };
         let mut invalid = cell(
             "polygon c4",
@@ -352,19 +347,7 @@ pub(crate) mod tests {
         invalid.status = Status::Invalid;
         invalid.reason = Some("1 of 20 polygon answers disagree with the exact oracle".into());
         Report {
-            schema_version: 1,
-            tool: "geo-bench".into(),
-            tool_version: "0.1.0".into(),
-            git_commit: None,
-            suite: "geo".into(),
-            section: "each system at the durability it reports".into(),
-            run_id: "r".into(),
             reference: Some("sqlite".into()),
-            started_at: "2026-11-30T00:00:00Z".into(),
-            finished_at: None,
-            options: json!({"rounds": 2, "duration_s": 1.0, "warmup": 1}),
-            environment: Environment::default(),
-            data: None,
             systems: vec![
                 system("sqlite", true, Some(500_000)),
                 system("valkey-volatile", false, None),
@@ -427,23 +410,22 @@ pub(crate) mod tests {
                 cell("polygon c4", "sqlite", "query", 1, 4, &[2_000.0, 2_100.0]),
                 invalid,
             ],
-            verdicts: vec![],
-            no_verdicts: vec![],
-            worker: None,
-            workers: vec![],
             notes: vec!["synthetic".into()],
-            extra: Default::default(),
+            ..common::testing::synthetic_report(
+                "geo-bench",
+                "geo",
+                "each system at the durability it reports",
+                json!({"rounds": 2, "duration_s": 1.0, "warmup": 1}),
+            )
         }
     }
 
+    /// The terminal and `report.md` forms of the sample, each its own snapshot.
     #[test]
-    fn terminal_report_snapshot() {
-        insta::assert_snapshot!(render_terminal(&sample()));
-    }
-
-    #[test]
-    fn markdown_report_snapshot() {
-        insta::assert_snapshot!(render_markdown(&sample()));
+    fn report_snapshots() {
+        let report = sample();
+        insta::assert_snapshot!("terminal_report_snapshot", render_terminal(&report));
+        insta::assert_snapshot!("markdown_report_snapshot", render_markdown(&report));
     }
 
     #[test]

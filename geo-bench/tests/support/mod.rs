@@ -4,10 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use geo_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::testing::{assert_matches_schema, lock_servers, psql, read_json, server_url};
@@ -28,33 +24,13 @@ pub fn postgis_url() -> Option<String> {
     Some(own)
 }
 
-/// Runs `geo-bench ARGS…` in-process.
-pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    run_with(args, Arc::new(AtomicBool::new(false)))
-}
-
-/// Runs `geo-bench ARGS…` in-process with an interrupt flag the test controls.
-pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::testing::run_args::<Opts>("geo-bench", args, interrupt, geo_bench::run_with_interrupt)
-}
+common::in_process_runs!("geo-bench", geo_bench);
 
 /// Short windows and a few thousand events, so a run takes seconds.
-pub const QUICK: &[&str] = &[
-    "--duration",
-    "150ms",
-    "--rounds",
-    "1",
-    "--warmup",
-    "1",
-    "--connections",
-    "2",
-    "--events",
-    "3000",
-    "--queries",
-    "25",
-];
+pub const QUICK: &str =
+    "--duration 150ms --rounds 1 --warmup 1 --connections 2 --events 3000 --queries 25";
 
 /// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    common::testing::quick_args(&[], output, QUICK, extra)
+    common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
 }

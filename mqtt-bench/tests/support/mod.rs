@@ -4,56 +4,24 @@
 
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-
-use mqtt_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::testing::{
     assert_matches_schema, lock_servers, read_json, server_url as server_env, servers_required,
 };
 
-/// Runs `mqtt-bench ARGS…` in-process.
-pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    run_with(args, Arc::new(AtomicBool::new(false)))
-}
-
-/// Runs `mqtt-bench ARGS…` in-process with an interrupt flag the test controls.
-pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::testing::run_args::<Opts>(
-        "mqtt-bench",
-        args,
-        interrupt,
-        mqtt_bench::run_with_interrupt,
-    )
-}
+common::in_process_runs!("mqtt-bench", mqtt_bench);
 
 /// Short windows and a short sweep, so a run takes seconds.
-pub const QUICK: &[&str] = &[
-    "--duration",
-    "1s",
-    "--rounds",
-    "2",
-    "--warmup",
-    "1",
-    "--sweep",
-    "5k,20k",
-    "--latency-rate",
-    "2k",
-    "--subscribers",
-    "20",
-    "--ceiling",
-    "30s",
-];
+pub const QUICK: &str = "--duration 1s --rounds 2 --warmup 1 --sweep 5k,20k --latency-rate 2k \
+                         --subscribers 20 --ceiling 30s";
 
 /// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    common::testing::quick_args(&[], output, QUICK, extra)
+    common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
 }
 
 /// A Mosquitto of a test's own on a free loopback port, killed when dropped.
@@ -76,11 +44,7 @@ impl OwnMosquitto {
             eprintln!("skipped: Mosquitto is not installed");
             return None;
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::testing::free_port();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("mosquitto.conf");
         std::fs::write(

@@ -4,10 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use search_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::testing::{
@@ -19,42 +15,15 @@ pub fn opensearch_url() -> Option<String> {
     server_url("FAIRBENCH_TEST_OPENSEARCH_URL")
 }
 
-/// Runs `search-bench ARGS…` in-process.
-pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    run_with(args, Arc::new(AtomicBool::new(false)))
-}
-
-/// Runs `search-bench ARGS…` in-process with an interrupt flag the test controls.
-pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::testing::run_args::<Opts>(
-        "search-bench",
-        args,
-        interrupt,
-        search_bench::run_with_interrupt,
-    )
-}
+common::in_process_runs!("search-bench", search_bench);
 
 /// A small corpus and short windows, so a whole run takes seconds.
-pub const QUICK: &[&str] = &[
-    "--docs",
-    "3000",
-    "--queries",
-    "48",
-    "--duration",
-    "300ms",
-    "--rounds",
-    "2",
-    "--warmup",
-    "1",
-    "--connections",
-    "4",
-    "--ingest-threads",
-    "4",
-];
+pub const QUICK: &str = "--docs 3000 --queries 48 --duration 300ms --rounds 2 --warmup 1 \
+                         --connections 4 --ingest-threads 4";
 
 /// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    common::testing::quick_args(&[], output, QUICK, extra)
+    common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
 }
 
 pub fn cell<'a>(

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{Table, environment_lines, systems_table};
+use common::report::{Table, environment_lines, problems_markdown, problems_text, systems_table};
 use common::results::{Cell, Location, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
 use common::verdict::{Direction, Judgement, judge_rounds, threshold_of};
 
@@ -343,23 +343,6 @@ fn method_line(report: &Report) -> String {
     )
 }
 
-fn problems(report: &Report) -> Vec<String> {
-    report
-        .cells
-        .iter()
-        .filter(|c| c.status != Status::Ok)
-        .map(|c| {
-            format!(
-                "{} · {}: {} — {}",
-                c.workload,
-                c.system,
-                c.status.as_str(),
-                c.reason.as_deref().unwrap_or("")
-            )
-        })
-        .collect()
-}
-
 pub fn render_terminal(report: &Report) -> String {
     let mut out = format!(
         "\n{} {} · {}\n{}\n\n",
@@ -371,13 +354,7 @@ pub fn render_terminal(report: &Report) -> String {
     out.push_str(&scenario_table(report).to_text());
     out.push('\n');
     out.push_str(&summary_table(report).to_text());
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\nCells without a figure:\n");
-        for line in problems {
-            out.push_str(&format!("  {line}\n"));
-        }
-    }
+    out.push_str(&problems_text(report));
     out.push('\n');
     for s in &report.systems {
         out.push_str(&format!("{}: {}\n", s.name, s.version));
@@ -412,13 +389,7 @@ pub fn render_markdown(report: &Report) -> String {
     out.push_str(&scenario_table(report).to_markdown());
     out.push('\n');
     out.push_str(&summary_table(report).to_markdown());
-    let problems = problems(report);
-    if !problems.is_empty() {
-        out.push_str("\n**Cells without a figure**\n\n");
-        for line in problems {
-            out.push_str(&format!("- {line}\n"));
-        }
-    }
+    out.push_str(&problems_markdown(report));
     out.push('\n');
     out.push_str(&systems_table(report).to_markdown());
     out.push_str("\n**Environment**\n\n");

@@ -5,10 +5,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use sql_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::exit::Exit;
@@ -49,31 +45,14 @@ pub fn with_password(url: &str, password: &str) -> String {
     format!("{scheme}://{user}:{password}@{host}")
 }
 
-/// Runs `sql-bench ARGS…` in-process.
-pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    run_with(args, Arc::new(AtomicBool::new(false)))
-}
-
-/// Runs `sql-bench ARGS…` in-process with an interrupt flag the test controls.
-pub fn run_with(args: &[&str], interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::testing::run_args::<Opts>("sql-bench", args, interrupt, sql_bench::run_with_interrupt)
-}
+common::in_process_runs!("sql-bench", sql_bench);
 
 /// Short windows so a whole suite takes seconds.
-pub const QUICK: &[&str] = &[
-    "--duration",
-    "300ms",
-    "--rounds",
-    "2",
-    "--warmup",
-    "1",
-    "--connections",
-    "4",
-];
+pub const QUICK: &str = "--duration 300ms --rounds 2 --warmup 1 --connections 4";
 
 /// `SUITE --output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(suite: &'a str, output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    common::testing::quick_args(&[suite], output, QUICK, extra)
+    common::testing::quick_args(&[suite], output, &common::testing::words(QUICK), extra)
 }
 
 /// `app` on `rows` records with one round of two measured iterations after one warm-up (the

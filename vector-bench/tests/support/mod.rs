@@ -4,52 +4,21 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use vector_bench::{Opts, Summary};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::testing::{assert_matches_schema, cell, lock_servers, read_json, server_url};
 
-/// Runs `vector-bench ARGS…` in-process.
-pub fn run(args: &[&str]) -> anyhow::Result<Summary> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    common::testing::run_args::<Opts>(
-        "vector-bench",
-        args,
-        interrupt,
-        vector_bench::run_with_interrupt,
-    )
-}
+common::in_process_runs!("vector-bench", vector_bench);
 
 /// A small, quick sweep: a few thousand × 32, short windows, two measured rounds.
-pub const QUICK: &[&str] = &[
-    "--rows",
-    "3000",
-    "--dims",
-    "32",
-    "--clusters",
-    "16",
-    "--queries",
-    "60",
-    "--ef",
-    "16,32,64",
-    "--duration",
-    "200ms",
-    "--rounds",
-    "2",
-    "--warmup",
-    "1",
-    "--connections",
-    "4",
-];
+pub const QUICK: &str = "--rows 3000 --dims 32 --clusters 16 --queries 60 --ef 16,32,64 \
+                         --duration 200ms --rounds 2 --warmup 1 --connections 4";
 
 /// `--cache-dir CACHE --output DIR --quiet`, the quick settings, then `extra` (which overrides
 /// them).
 pub fn args<'a>(output: &'a Path, cache: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let prefix = ["--cache-dir", cache.to_str().expect("a UTF-8 path")];
-    common::testing::quick_args(&prefix, output, QUICK, extra)
+    common::testing::quick_args(&prefix, output, &common::testing::words(QUICK), extra)
 }
 
 pub fn data_dir() -> PathBuf {

@@ -3,6 +3,7 @@
 //! one that leaves) a clear error on every worker.
 
 use super::*;
+use crate::testing::free_port;
 
 fn hello(index: u32, count: u32) -> Hello {
     Hello {
@@ -12,15 +13,6 @@ fn hello(index: u32, count: u32) -> Hello {
         index,
         count,
     }
-}
-
-/// A free port on loopback (bound, then released for the barrier to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn runtime() -> tokio::runtime::Runtime {
