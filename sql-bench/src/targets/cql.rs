@@ -24,6 +24,7 @@ use scylla::statement::prepared::PreparedStatement;
 
 mod docs;
 mod durability;
+mod ycsb;
 
 use super::{
     Description, Identity, KvTable, Reach, Target, TargetError, location_of_url, op_error,
@@ -619,6 +620,10 @@ impl Target for CqlTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(

@@ -18,6 +18,7 @@ use mongodb::options::{
 use mongodb::{Client, Collection as MongoCollection, Database};
 
 mod docs;
+mod ycsb;
 
 use super::{
     Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
@@ -552,6 +553,10 @@ impl Target for MongoTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(
