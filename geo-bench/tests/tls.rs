@@ -2,7 +2,9 @@
 //! loopback: verify-full with the negotiated version and cipher recorded, a password from
 //! `FAIRBENCH_PASSWORD_<NAME>` that never reaches any byte the run writes, one line with
 //! nothing made for a wrong CA, a name mismatch, plaintext and bad TLS input, libpq's default
-//! (`prefer`) for a URL without `sslmode`, and `--insecure-skip-verify` labelling every cell.
+//! (`prefer`) for a URL without `sslmode`, and `--insecure-skip-verify` labelling every cell;
+//! and `rediss://` against the TLS port of the loopback Redis (Debian's redis-server, built with
+//! TLS; scripts/service/redis.sh).
 
 mod support;
 
@@ -172,6 +174,73 @@ fn libpq_defaults_apply_to_postgis_urls_and_insecure_skip_verify_labels_every_ce
         "none (--insecure-skip-verify)"
     );
     assert!(!summary.report.cells.is_empty());
+    for cell in &summary.report.cells {
+        assert!(
+            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
+            "{cell:?}"
+        );
+    }
+}
+
+#[test]
+fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
+    let Some(url) = server_url("FAIRBENCH_TEST_REDIS_TLS_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    let summary = run(&small_args(&full, &["--target", &format!("rtls={url}")])).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
+    assert_matches_schema(&full);
+    let verified = &summary.report.systems[0].verified;
+    assert!(
+        verified["tls_version"].starts_with("TLSv1."),
+        "{verified:?}"
+    );
+    assert!(verified["tls_cipher"].starts_with("TLS_"), "{verified:?}");
+    assert_eq!(verified["tls_verification"], "verify-full");
+
+    let out = dir.path().join("refused");
+    let refused = |target: &str| {
+        let error = match run(&small_args(&out, &["--target", target])) {
+            Ok(_) => panic!("measured, not refused"),
+            Err(e) => e.to_string(),
+        };
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(!out.exists(), "nothing made");
+        error
+    };
+    let wrong = with_param(&url, "cacert", &wrong_ca());
+    let error = refused(&wrong);
+    assert!(
+        error.contains("the certificate of 127.0.0.1 did not verify")
+            && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
+    let plaintext = url
+        .replacen("rediss://", "redis://", 1)
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    let error = refused(&plaintext);
+    assert!(error.contains("use rediss://"), "{error}");
+    let error = refused(&with_param(&plaintext, "cacert", &wrong_ca()));
+    assert!(error.contains("use rediss://"), "{error}");
+
+    let insecure = dir.path().join("insecure");
+    let summary = run(&small_args(
+        &insecure,
+        &["--target", &wrong, "--insecure-skip-verify"],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
+    let system = &summary.report.systems[0];
+    assert_eq!(
+        system.verified["tls_verification"],
+        "none (--insecure-skip-verify)"
+    );
     for cell in &summary.report.cells {
         assert!(
             cell.labels.iter().any(|l| l == "insecure-skip-verify"),

@@ -126,11 +126,11 @@ pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, T
     match spec.scheme() {
         "sqlite" => sqlite::SqliteTarget::open(spec, &reach.results_dir),
         "postgres" | "postgresql" | "postgis" => postgis::PostgisTarget::open(spec, reach).await,
-        "redis" | "valkey" => redis::RedisTarget::open(spec).await,
+        "redis" | "valkey" | "rediss" | "valkeys" => redis::RedisTarget::open(spec, reach).await,
         "archerdb" => archerdb::open(spec),
         _ => Err(TargetError::unknown_scheme(
             spec,
-            "sqlite[:PATH], postgres://… (with PostGIS), redis://… or valkey://…",
+            "sqlite[:PATH], postgres://… (with PostGIS), redis[s]://… or valkey[s]://…",
         )),
     }
 }
