@@ -1,14 +1,63 @@
-//! A small RESP2 client for Redis, Valkey and other servers speaking that protocol: commands
-//! are written into one reusable buffer and flushed together (pipelining), and replies are
-//! parsed in place from one reusable read buffer, so the hot path neither allocates nor
-//! formats per command.
+//! A small RESP2 client for Redis, Valkey and other servers speaking that protocol, over TCP
+//! or TLS (`rediss://`, common's rustls stream): commands are written into one reusable buffer
+//! and flushed together (pipelining), and replies are parsed in place from one reusable read
+//! buffer, so the hot path neither allocates nor formats per command.
 
 use std::io;
 use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::tls::TlsStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+
+/// What a connection runs over: TCP, or TLS over TCP.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
 
 /// One parsed reply header; byte ranges index the connection's read buffer and stay valid
 /// until the next read.
@@ -44,7 +93,7 @@ impl Value {
 }
 
 pub struct Resp {
-    stream: TcpStream,
+    stream: Stream,
     out: Vec<u8>,
     buf: Vec<u8>,
     pos: usize,
@@ -128,8 +177,16 @@ fn parse_frame(buf: &[u8], at: usize) -> io::Result<Option<(Frame, usize)>> {
 }
 
 impl Resp {
-    /// Connects (bounded by `timeout`) with Nagle's algorithm off: pipelines are flushed whole.
+    /// Connects over TCP (bounded by `timeout`), with Nagle's algorithm off.
     pub async fn connect(address: &str, timeout: Duration) -> io::Result<Resp> {
+        Ok(Resp::over(Stream::Plain(
+            Resp::tcp(address, timeout).await?,
+        )))
+    }
+
+    /// A TCP connection (bounded by `timeout`) with Nagle's algorithm off: pipelines are
+    /// flushed whole. A TLS handshake may follow ([`Resp::over`]).
+    pub async fn tcp(address: &str, timeout: Duration) -> io::Result<TcpStream> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
             .await
             .map_err(|_| {
@@ -139,12 +196,17 @@ impl Resp {
                 )
             })??;
         stream.set_nodelay(true)?;
-        Ok(Resp {
+        Ok(stream)
+    }
+
+    /// A client over `stream`.
+    pub fn over(stream: Stream) -> Resp {
+        Resp {
             stream,
             out: Vec::with_capacity(64 * 1024),
             buf: Vec::with_capacity(64 * 1024),
             pos: 0,
-        })
+        }
     }
 
     /// Starts a command of `args` arguments (the command name counts).
@@ -179,7 +241,11 @@ impl Resp {
 
     /// Sends every command written since the last flush.
     pub async fn flush(&mut self) -> io::Result<()> {
-        let result = self.stream.write_all(&self.out).await;
+        let mut result = self.stream.write_all(&self.out).await;
+        if result.is_ok() {
+            // TLS may hold the last record until flushed; on TCP this returns at once.
+            result = self.stream.flush().await;
+        }
         self.out.clear();
         result
     }

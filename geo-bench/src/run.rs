@@ -58,7 +58,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     let connected = systems::connect_all(
         &specs,
         opts.common.reference.as_deref(),
-        lifecycle.results_path(),
+        &crate::targets::Reach::of(&lifecycle, &opts.common),
     )
     .await;
     let (mut systems, reference) = match connected {

@@ -43,33 +43,39 @@ impl System {
 pub async fn connect_all(
     specs: &[TargetSpec],
     reference: Option<&str>,
-    results_dir: &std::path::Path,
+    reach: &targets::Reach,
 ) -> anyhow::Result<(Vec<System>, String)> {
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec, results_dir).await?;
+        let mut target = targets::open(spec, reach).await?;
         let d = target.describe().await?;
         let name = spec.name.clone().unwrap_or_else(|| d.default_name.clone());
         target.identity_mut().name.clone_from(&name);
         let mut verified = d.settings.clone();
         verified.insert("durability".into(), d.durability.clone());
+        let mut info = SystemInfo {
+            name,
+            kind: d.kind.clone(),
+            url_redacted: target.identity().url_redacted.clone(),
+            version: d.version.clone(),
+            verified,
+            labels: vec![if d.durable {
+                "durable".into()
+            } else {
+                "not durable".into()
+            }],
+            data_dir: d.data_dir.as_ref().map(|p| p.display().to_string()),
+            location: d.location,
+            ..SystemInfo::default()
+        };
+        if let Some(tls) = target.tls() {
+            common::tls::record(&mut info, &tls.settings, tls.negotiated.as_ref());
+        }
+        // What it reports over its protocol is read wherever it runs; its files only here.
+        common::target::note_remote(&mut info, &[common::target::FromAfar::ConfigFile]);
         systems.push(System {
             supports_point_adds: target.supports_point_adds(),
-            info: SystemInfo {
-                name,
-                kind: d.kind.clone(),
-                url_redacted: target.identity().url_redacted.clone(),
-                version: d.version.clone(),
-                verified,
-                labels: vec![if d.durable {
-                    "durable".into()
-                } else {
-                    "not durable".into()
-                }],
-                data_dir: d.data_dir.as_ref().map(|p| p.display().to_string()),
-                location: d.location,
-                ..SystemInfo::default()
-            },
+            info,
             target,
             durable: d.durable,
             method: d.method,

@@ -33,7 +33,8 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .targets_or(targets::DEFAULT_TARGET)
         .map_err(anyhow::Error::msg)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let connected = systems::connect_all(opts, &specs, lifecycle.results_path()).await;
+    let reach = targets::Reach::of(&lifecycle, &opts.common);
+    let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
         Ok(connected) => connected,
         Err(e) => return Err(lifecycle.abandon(e)),

@@ -7,7 +7,8 @@ use common::results::{Location, Status, SystemInfo};
 
 use crate::opts::Opts;
 use crate::session::SearchWorkers;
-use crate::targets::{self, Description, IndexSpec, Target};
+use crate::targets::{self, Description, IndexSpec, Reach, Target};
+use common::target::{FromAfar, note_remote};
 
 /// One engine as the run sees it.
 pub struct System {
@@ -30,7 +31,7 @@ impl System {
 pub async fn connect_all(
     opts: &Opts,
     specs: &[TargetSpec],
-    results_dir: &std::path::Path,
+    reach: &Reach,
 ) -> anyhow::Result<(Vec<System>, String)> {
     let index = IndexSpec {
         name: opts.index.clone(),
@@ -38,24 +39,30 @@ pub async fn connect_all(
     };
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec, &index, results_dir).await?;
+        let mut target = targets::open(spec, &index, reach).await?;
         let description = target.describe().await?;
+        let mut info = SystemInfo {
+            name: spec
+                .name
+                .clone()
+                .unwrap_or_else(|| description.kind.clone()),
+            kind: description.kind.clone(),
+            url_redacted: target.identity().url_redacted.clone(),
+            version: description.version.clone(),
+            data_dir: description
+                .data_dir
+                .as_ref()
+                .map(|d| d.display().to_string()),
+            location: description.location,
+            ..SystemInfo::default()
+        };
+        if let Some(tls) = &description.tls {
+            common::tls::record(&mut info, &tls.settings, tls.negotiated.as_ref());
+        }
+        // The server's CPU and RSS are read from /proc only when it runs here.
+        note_remote(&mut info, &[FromAfar::ServerUsage]);
         systems.push(System {
-            info: SystemInfo {
-                name: spec
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| description.kind.clone()),
-                kind: description.kind.clone(),
-                url_redacted: target.identity().url_redacted.clone(),
-                version: description.version.clone(),
-                data_dir: description
-                    .data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string()),
-                location: description.location,
-                ..SystemInfo::default()
-            },
+            info,
             target,
             description,
             searchers: None,

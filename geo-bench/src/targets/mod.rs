@@ -8,12 +8,43 @@ pub mod redis;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::options::TargetSpec;
+use common::credentials::Secrets;
+use common::options::{CommonOpts, TargetSpec};
 use common::pool::BoxFuture;
 use common::results::Location;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+use common::tls::{Negotiated, TlsSettings};
+
+/// What a target needs besides its URL to reach its system: the results folder (embedded
+/// stores live there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`) and
+/// `--insecure-skip-verify`.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub results_dir: PathBuf,
+    pub secrets: Secrets,
+    pub insecure_skip_verify: bool,
+}
+
+impl Reach {
+    /// What `lifecycle` read and `common` asked for.
+    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
+        Reach {
+            results_dir: lifecycle.results_path().to_owned(),
+            secrets: lifecycle.secrets().clone(),
+            insecure_skip_verify: common.insecure_skip_verify,
+        }
+    }
+}
+
+/// What a system's connections use for TLS: the settings, and what the connect-phase
+/// connection negotiated (`None` = plaintext).
+#[derive(Debug, Clone)]
+pub struct TlsState {
+    pub settings: TlsSettings,
+    pub negotiated: Option<Negotiated>,
+}
 
 use crate::events::Event;
 use crate::session::GeoWorkers;
@@ -50,6 +81,11 @@ pub trait Target: Send {
 
     fn identity_mut(&mut self) -> &mut Identity;
 
+    /// The TLS of its connections; `None` for an embedded system or one without TLS support.
+    fn tls(&self) -> Option<TlsState> {
+        None
+    }
+
     /// Version, durability and settings, read from the system itself.
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
 
@@ -85,16 +121,16 @@ pub trait Target: Send {
 /// results folder.
 pub const DEFAULT_TARGET: &str = "sqlite";
 
-/// Connects to the system `spec` names. `results_dir` holds the embedded databases.
-pub async fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Target>, TargetError> {
+/// Connects to the system `spec` names, as `reach` says.
+pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
     match spec.scheme() {
-        "sqlite" => sqlite::SqliteTarget::open(spec, results_dir),
-        "postgres" | "postgresql" | "postgis" => postgis::PostgisTarget::open(spec).await,
-        "redis" | "valkey" => redis::RedisTarget::open(spec).await,
+        "sqlite" => sqlite::SqliteTarget::open(spec, &reach.results_dir),
+        "postgres" | "postgresql" | "postgis" => postgis::PostgisTarget::open(spec, reach).await,
+        "redis" | "valkey" | "rediss" | "valkeys" => redis::RedisTarget::open(spec, reach).await,
         "archerdb" => archerdb::open(spec),
         _ => Err(TargetError::unknown_scheme(
             spec,
-            "sqlite[:PATH], postgres://… (with PostGIS), redis://… or valkey://…",
+            "sqlite[:PATH], postgres://… (with PostGIS), redis[s]://… or valkey[s]://…",
         )),
     }
 }
@@ -106,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("mongodb://127.0.0.1:27017").unwrap();
-        let error = open(&spec, Path::new("/tmp"))
+        let error = open(&spec, &Reach::default())
             .await
             .err()
             .unwrap()

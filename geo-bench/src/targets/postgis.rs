@@ -14,11 +14,12 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
+use common::tls::postgres::{MakeTls, refuses_plaintext, ssl_mode};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
 use uuid::Uuid;
 
-use super::{Description, Identity, Target, TargetError, is_local_host, op_error};
+use super::{Description, Identity, Reach, Target, TargetError, TlsState, is_local_host, op_error};
 use crate::events::Event;
 use crate::queries::Query;
 use crate::session::{GeoSession, GeoWorkers, async_workers};
@@ -98,30 +99,45 @@ async fn insert(
 }
 
 /// Connects and drives the connection on a task of its own, on the runtime (lane) that called.
-async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
+async fn connect(
+    config: &Config,
+    tls: &MakeTls,
+    identity: &Identity,
+) -> Result<Client, TargetError> {
     let connect_error = |message: String| identity.connect_error(message);
-    let (client, connection) =
-        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => {
-                let mut text = describe_error(&e);
-                let mut source = std::error::Error::source(&e);
-                while let Some(cause) = source {
-                    text.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                if text.contains("refused") {
-                    text.push_str(" — is the server running? (scripts/services start)");
-                }
-                return Err(connect_error(text));
+    let connecting = common::tls::postgres::connect(config, tls);
+    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => {
+            let host = match config.get_hosts().first() {
+                Some(Host::Tcp(name)) => name.clone(),
+                _ => String::new(),
+            };
+            if let Some(tls) = common::tls::explain(&e, &host) {
+                return Err(connect_error(tls.to_string()));
             }
-            Err(_) => {
-                return Err(connect_error(format!(
-                    "no answer within {}s",
-                    CONNECT_TIMEOUT.as_secs()
-                )));
+            let mut text = describe_error(&e);
+            let mut source = std::error::Error::source(&e);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
             }
-        };
+            if text.contains("refused") {
+                text.push_str(" — is the server running? (scripts/services start)");
+            } else if refuses_plaintext(&e) {
+                text.push_str(
+                        " — the server accepts only TLS (use sslmode=require, verify-ca or verify-full)",
+                    );
+            }
+            return Err(connect_error(text));
+        }
+        Err(_) => {
+            return Err(connect_error(format!(
+                "no answer within {}s",
+                CONNECT_TIMEOUT.as_secs()
+            )));
+        }
+    };
     tokio::spawn(async move {
         // A connection error surfaces on the client's next call.
         let _ = connection.await;
@@ -144,14 +160,24 @@ pub struct PostgisTarget {
     identity: Identity,
     config: Config,
     control: Client,
+    tls: MakeTls,
+    settings: common::tls::TlsSettings,
 }
 
 impl PostgisTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let url = spec
-            .url
-            .replacen("postgresql://", "postgres://", 1)
-            .replacen("postgis://", "postgres://", 1);
+    /// libpq's `sslmode`/`sslrootcert` read by common (tokio-postgres does not know them); the
+    /// password from its file or variable when the URL has none.
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
+        // Read as `postgres://`, so that `postgis://` gets libpq's default (`prefer`) too.
+        let as_postgres = |url: &str| {
+            url.replacen("postgresql://", "postgres://", 1)
+                .replacen("postgis://", "postgres://", 1)
+        };
+        let settings = common::tls::TlsSettings::from_url(
+            &as_postgres(&spec.url),
+            reach.insecure_skip_verify,
+        )?;
+        let url = common::tls::strip_params(&as_postgres(&reach.secrets.url_with_password(spec)));
         let mut config: Config =
             url.parse()
                 .map_err(|e: tokio_postgres::Error| TargetError::Url {
@@ -160,12 +186,16 @@ impl PostgisTarget {
                 })?;
         config.application_name("fairbench");
         config.connect_timeout(CONNECT_TIMEOUT);
+        config.ssl_mode(ssl_mode(settings.mode));
+        let tls = MakeTls::new(&settings)?;
         let identity = Identity::of(spec, "postgis");
-        let control = connect(&config, &identity).await?;
+        let control = connect(&config, &tls, &identity).await?;
         Ok(Box::new(PostgisTarget {
             identity,
             config,
             control,
+            tls,
+            settings,
         }))
     }
 
@@ -256,6 +286,13 @@ impl Target for PostgisTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(TlsState {
+            settings: self.settings.clone(),
+            negotiated: self.tls.negotiated(),
+        })
     }
 
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
@@ -408,10 +445,11 @@ impl Target for PostgisTarget {
 
     fn open_workers(&self, size: usize) -> BoxFuture<'_, Result<Box<dyn GeoWorkers>, TargetError>> {
         let (config, identity) = (self.config.clone(), self.identity.clone());
+        let tls = self.tls.clone();
         let connector: Connector<PgSession> = Arc::new(move || {
-            let (config, identity) = (config.clone(), identity.clone());
+            let (config, identity, tls) = (config.clone(), identity.clone(), tls.clone());
             Box::pin(async move {
-                let client = connect(&config, &identity)
+                let client = connect(&config, &tls, &identity)
                     .await
                     .map_err(|e| e.to_string())?;
                 let prepare = |sql: String| {

@@ -4,7 +4,9 @@
 //! polygons are GEOSEARCH BYBOX over the polygon's bounding box, filtered exactly in the
 //! client. The durability each runs with is read with CONFIG GET: `?durability=durable`
 //! requires `appendonly yes` and `appendfsync always`, `?durability=volatile` requires the
-//! AOF off; a server that does not match is refused.
+//! AOF off; a server that does not match is refused. `rediss://` (and `valkeys://`) speak
+//! RESP over TLS with common's rustls configuration (`cacert=`, verified by default); the
+//! password may come from `--password-file` or `FAIRBENCH_PASSWORD_<NAME>`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,12 +18,16 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use geo::{Contains, Point};
 
+use common::tls::rustls::ClientConfig;
+use common::tls::{Endpoint, Negotiated, TlsSettings};
+
 use super::{
-    Description, Identity, Target, TargetError, is_local_host, location_of_host, op_error,
+    Description, Identity, Reach, Target, TargetError, TlsState, is_local_host, location_of_host,
+    op_error,
 };
 use crate::events::{EVENT_BYTES, Event, METRES_PER_DEGREE, parse_hex_id, write_hex_id};
 use crate::queries::{Query, bounds};
-use crate::resp::{Frame, Resp, Value};
+use crate::resp::{Frame, Resp, Stream, Value};
 use crate::session::{GeoSession, GeoWorkers, async_workers};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -80,9 +86,13 @@ struct Address {
     password: Option<String>,
     db: u32,
     asked: Option<Asked>,
+    /// The TLS configuration of `rediss://`; `None` = plaintext.
+    tls: Option<Arc<ClientConfig>>,
 }
 
+/// `url` read as an address (fairbench's TLS parameters, read by common, are left out).
 fn parse_url(url: &str) -> Result<Address, String> {
+    let url = common::tls::strip_params(url);
     let rest = url
         .split_once("://")
         .map(|(_, r)| r)
@@ -107,10 +117,10 @@ fn parse_url(url: &str) -> Result<Address, String> {
         None => (None, None),
         Some(u) => match u.split_once(':') {
             Some((user, pw)) => (
-                (!user.is_empty()).then(|| user.to_owned()),
-                Some(pw.to_owned()),
+                (!user.is_empty()).then(|| common::urlparts::percent_decode(user)),
+                Some(common::urlparts::percent_decode(pw)),
             ),
-            None => (None, Some(u.to_owned())),
+            None => (None, Some(common::urlparts::percent_decode(u))),
         },
     };
     let mut asked = None;
@@ -135,6 +145,7 @@ fn parse_url(url: &str) -> Result<Address, String> {
         password,
         db,
         asked,
+        tls: None,
     })
 }
 
@@ -350,11 +361,15 @@ async fn answer(resp: &mut Resp, query: &Query, ids: &mut Vec<u128>) -> Result<(
     }
 }
 
-/// Opens an authenticated connection on the right database.
-async fn connect(address: &Address, identity: &Identity) -> Result<Resp, TargetError> {
+/// Opens an authenticated connection on the right database (TLS first for `rediss://`), and
+/// says what its TLS negotiated. A PING makes a plaintext client against a TLS port fail here.
+async fn connect(
+    address: &Address,
+    identity: &Identity,
+) -> Result<(Resp, Option<Negotiated>), TargetError> {
     let connect_error = |message: String| identity.connect_error(message);
     let target = format!("{}:{}", address.host, address.port);
-    let mut resp = Resp::connect(&target, CONNECT_TIMEOUT).await.map_err(|e| {
+    let tcp = Resp::tcp(&target, CONNECT_TIMEOUT).await.map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::ConnectionRefused {
             " — is the server running? (scripts/services start)"
         } else {
@@ -362,51 +377,86 @@ async fn connect(address: &Address, identity: &Identity) -> Result<Resp, TargetE
         };
         connect_error(format!("{e}{hint}"))
     })?;
+    let (stream, negotiated) = match &address.tls {
+        None => (Stream::Plain(tcp), None),
+        Some(config) => {
+            let endpoint = Endpoint {
+                host: address.host.clone(),
+                port: address.port,
+            };
+            let timeout = common::tls::HANDSHAKE_TIMEOUT;
+            let (tls, negotiated) = common::tls::handshake(tcp, config.clone(), &endpoint, timeout)
+                .await
+                .map_err(|e| connect_error(e.to_string()))?;
+            (Stream::Tls(Box::new(tls)), Some(negotiated))
+        }
+    };
+    let mut resp = Resp::over(stream);
+    let failed = |e: std::io::Error| {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionReset, UnexpectedEof};
+        let closed = matches!(e.kind(), ConnectionReset | UnexpectedEof | BrokenPipe);
+        let hint = if closed && address.tls.is_none() {
+            " — the server closed the connection at once: is this a TLS port? (use rediss://)"
+        } else {
+            ""
+        };
+        connect_error(format!("{e}{hint}"))
+    };
+    let db = address.db.to_string();
+    let mut commands: Vec<Vec<&[u8]>> = Vec::new();
     if let Some(password) = &address.password {
         let mut args: Vec<&[u8]> = vec![b"AUTH"];
         if let Some(user) = &address.user {
             args.push(user.as_bytes());
         }
         args.push(password.as_bytes());
-        if let Value::Error(e) = resp
-            .call(&args)
-            .await
-            .map_err(|e| connect_error(e.to_string()))?
-        {
-            return Err(connect_error(e));
-        }
+        commands.push(args);
     }
     if address.db != 0 {
-        let db = address.db.to_string();
-        if let Value::Error(e) = resp
-            .call(&[b"SELECT", db.as_bytes()])
-            .await
-            .map_err(|e| connect_error(e.to_string()))?
-        {
+        commands.push(vec![b"SELECT", db.as_bytes()]);
+    }
+    commands.push(vec![b"PING"]);
+    for args in commands {
+        if let Value::Error(e) = resp.call(&args).await.map_err(failed)? {
             return Err(connect_error(e));
         }
     }
-    Ok(resp)
+    Ok((resp, negotiated))
 }
 
 pub struct RedisTarget {
     identity: Identity,
     address: Address,
     control: Resp,
+    tls: TlsState,
 }
 
 impl RedisTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn Target>, TargetError> {
-        let address = parse_url(&spec.url).map_err(|message| TargetError::Url {
+    pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
+        let settings = TlsSettings::from_url(&spec.url, reach.insecure_skip_verify)?;
+        let url = reach.secrets.url_with_password(spec);
+        let mut address = parse_url(&url).map_err(|message| TargetError::Url {
             url: spec.url_redacted(),
             message,
         })?;
-        let identity = Identity::of(spec, spec.scheme());
-        let control = connect(&address, &identity).await?;
+        if settings.uses_tls() {
+            address.tls = Some(settings.client_config()?);
+        }
+        let kind = match spec.scheme() {
+            "rediss" => "redis",
+            "valkeys" => "valkey",
+            plain => plain,
+        };
+        let identity = Identity::of(spec, kind);
+        let (control, negotiated) = connect(&address, &identity).await?;
         Ok(Box::new(RedisTarget {
             identity,
             address,
             control,
+            tls: TlsState {
+                settings,
+                negotiated,
+            },
         }))
     }
 
@@ -461,6 +511,10 @@ impl Target for RedisTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
@@ -641,7 +695,7 @@ impl Target for RedisTarget {
         let connector: Connector<RedisSession> = Arc::new(move || {
             let (address, identity) = (address.clone(), identity.clone());
             Box::pin(async move {
-                let resp = connect(&address, &identity)
+                let (resp, _) = connect(&address, &identity)
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(RedisSession { resp })
@@ -729,6 +783,12 @@ mod tests {
                 .contains("durability=durable|volatile")
         );
         assert!(parse_url("redis://127.0.0.1:port").is_err());
+        let c = parse_url("rediss://u%40x:p%26w@127.0.0.1:6390?cacert=/ca.pem").unwrap();
+        assert_eq!(
+            (c.user.as_deref(), c.password.as_deref()),
+            (Some("u@x"), Some("p&w"))
+        );
+        assert_eq!(c.port, 6390);
     }
 
     #[test]

@@ -7,17 +7,48 @@ pub mod elastic;
 pub mod tantivy;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bytes::Bytes;
-use common::options::TargetSpec;
+use common::credentials::Secrets;
+use common::options::{CommonOpts, TargetSpec};
 use common::pool::BoxFuture;
 use common::results::Location;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+use common::tls::{Negotiated, TlsSettings};
 
 use crate::answer::Answer;
 use crate::queries::{Query, QuerySet};
 use crate::session::{IngestWorkers, SearchWorkers};
+
+/// What an engine needs besides its URL to reach its server: the results folder (an embedded
+/// index lives there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`,
+/// `FAIRBENCH_API_KEY_<NAME>`) and `--insecure-skip-verify`.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub results_dir: PathBuf,
+    pub secrets: Secrets,
+    pub insecure_skip_verify: bool,
+}
+
+impl Reach {
+    /// What `lifecycle` read and `common` asked for.
+    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
+        Reach {
+            results_dir: lifecycle.results_path().to_owned(),
+            secrets: lifecycle.secrets().clone(),
+            insecure_skip_verify: common.insecure_skip_verify,
+        }
+    }
+}
+
+/// What a server's connections use for TLS: the settings, and what the connect-phase probe
+/// negotiated (`None` = plaintext).
+#[derive(Debug, Clone)]
+pub struct TlsState {
+    pub settings: TlsSettings,
+    pub negotiated: Option<Negotiated>,
+}
 
 /// What an engine reported about itself.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +67,8 @@ pub struct Description {
     pub data_dir: Option<PathBuf>,
     /// What a reader of the report must know about how this engine was measured.
     pub notes: Vec<String>,
+    /// The TLS of its connections; `None` for an embedded engine.
+    pub tls: Option<TlsState>,
 }
 
 /// What the index is created with, the same for every engine.
@@ -91,12 +124,11 @@ pub trait Target: Send {
     fn drop_index(&mut self) -> BoxFuture<'_, Result<(), TargetError>>;
 }
 
-/// How a registered engine is opened from its `--target`; `results_dir` holds an embedded
-/// engine's index.
+/// How a registered engine is opened from its `--target`, as [`Reach`] says.
 pub type Open = for<'a> fn(
     &'a TargetSpec,
     &'a IndexSpec,
-    &'a Path,
+    &'a Reach,
 ) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>>;
 
 /// One engine search-bench can drive: the URL schemes that name it, how they are written (for
@@ -121,20 +153,20 @@ impl Kind {
 #[rustfmt::skip]
 pub const REGISTRY: &[Kind] = &[
     Kind::new(&["tantivy"], "tantivy[:DIR]", tantivy::open),
-    Kind::new(&["http", "https"], "http://HOST:PORT (Elasticsearch, OpenSearch)", elastic::open),
+    Kind::new(&["http", "https"], "http[s]://HOST:PORT (Elasticsearch, OpenSearch)", elastic::open),
 ];
 
 /// Where a run goes when nothing else is said: the embedded tantivy index.
 pub const DEFAULT_TARGET: &str = "tantivy";
 
-/// Connects to the engine `spec` names. `results_dir` holds an embedded engine's index.
+/// Connects to the engine `spec` names, as `reach` says.
 pub async fn open(
     spec: &TargetSpec,
     index: &IndexSpec,
-    results_dir: &Path,
+    reach: &Reach,
 ) -> Result<Box<dyn Target>, TargetError> {
     match REGISTRY.iter().find(|k| k.schemes.contains(&spec.scheme())) {
-        Some(kind) => (kind.open)(spec, index, results_dir).await,
+        Some(kind) => (kind.open)(spec, index, reach).await,
         None => {
             let written: Vec<&str> = REGISTRY.iter().map(|k| k.written).collect();
             Err(TargetError::unknown_scheme(spec, &written.join(" or ")))
@@ -163,14 +195,14 @@ mod tests {
             name: "x".into(),
             request_cache: true,
         };
-        let error = open(&spec, &index, Path::new("/tmp"))
+        let error = open(&spec, &index, &Reach::default())
             .await
             .err()
             .unwrap()
             .to_string();
         assert!(error.contains("unknown scheme `solr`"), "{error}");
         assert!(
-            error.ends_with("use tantivy[:DIR] or http://HOST:PORT (Elasticsearch, OpenSearch)"),
+            error.ends_with("use tantivy[:DIR] or http[s]://HOST:PORT (Elasticsearch, OpenSearch)"),
             "{error}"
         );
     }

@@ -73,9 +73,9 @@ struct Live {
 pub fn open<'a>(
     spec: &'a TargetSpec,
     index: &'a IndexSpec,
-    results_dir: &'a Path,
+    reach: &'a super::Reach,
 ) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>> {
-    Box::pin(async move { TantivyTarget::open(spec, index, results_dir) })
+    Box::pin(async move { TantivyTarget::open(spec, index, &reach.results_dir) })
 }
 
 pub struct TantivyTarget {
@@ -238,6 +238,7 @@ impl Target for TantivyTarget {
                 location: Location::Embedded,
                 data_dir: self.floor_dir(),
                 notes: vec!["tantivy runs inside search-bench: no network, no HTTP and no JSON parsing on its search path (its `_bulk` bodies are parsed), so its client CPU is the engine's own.".into()],
+                tls: None,
             })
         })
     }

@@ -1,13 +1,17 @@
-//! Elasticsearch and OpenSearch (and any server speaking their REST API) over plain HTTP/1.1
-//! with reqwest: one persistent connection per worker, opened before the clock starts, the
-//! prepared request bodies sent as they are. search-bench's index carries a `_meta` marker in
+//! Elasticsearch and OpenSearch (and any server speaking their REST API) over HTTP/1.1 with
+//! reqwest, plain or https (common's rustls configuration, verified by default; a probe
+//! handshake records the version and cipher and fails fast in one line), with basic auth
+//! (`https://USER@HOST`, the password from the URL, `--password-file` or
+//! `FAIRBENCH_PASSWORD_<NAME>`) or an API key (`api_key=` or `FAIRBENCH_API_KEY_<NAME>`), sent
+//! as a sensitive default header: one persistent connection per worker, opened before the
+//! clock starts, the prepared request bodies sent as they are. search-bench's index carries a `_meta` marker in
 //! its mapping; an index without it is never touched.
 
 mod replies;
 mod sessions;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +19,9 @@ use bytes::Bytes;
 use common::lanes::Lanes;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::tls::rustls::ClientConfig;
+use common::tls::{Endpoint, Prelude, TlsSettings};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::{Client, Method, StatusCode, Url};
 use serde_json::{Value, json};
 
@@ -22,7 +29,8 @@ use replies::{chain, error_reason, parse_answer, path_from_fs_stats, path_from_s
 use sessions::{BulkClient, SearchClient};
 
 use super::{
-    Description, Identity, IndexSpec, Target, TargetError, foreign, is_local_host, location_of_host,
+    Description, Identity, IndexSpec, Reach, Target, TargetError, TlsState, foreign, is_local_host,
+    location_of_host,
 };
 use crate::answer::Answer;
 use crate::queries::{Query, QuerySet};
@@ -34,23 +42,34 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a control request (create, refresh, count) may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Opens an Elasticsearch-API server (`http://HOST:PORT`).
+/// Opens an Elasticsearch-API server (`http[s]://[USER@]HOST:PORT`).
 pub fn open<'a>(
     spec: &'a TargetSpec,
     index: &'a IndexSpec,
-    _results_dir: &'a Path,
+    reach: &'a Reach,
 ) -> BoxFuture<'a, Result<Box<dyn Target>, TargetError>> {
-    Box::pin(ElasticTarget::open(spec, index))
+    Box::pin(ElasticTarget::open(spec, index, reach))
 }
 
 pub struct ElasticTarget {
     identity: Identity,
+    /// The server's URL without credentials, API key or TLS parameters.
     base: Url,
     index: IndexSpec,
     control: Client,
+    access: Access,
+    tls: TlsState,
 }
 
-fn client(timeout: Option<Duration>) -> Result<Client, String> {
+/// How every client of one server is made: its TLS configuration and its credentials.
+#[derive(Clone)]
+struct Access {
+    tls: Option<Arc<ClientConfig>>,
+    /// `Authorization` (basic or ApiKey), marked sensitive; `None` = anonymous.
+    authorization: Option<HeaderValue>,
+}
+
+fn client(timeout: Option<Duration>, access: &Access) -> Result<Client, String> {
     let mut builder = Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
@@ -61,31 +80,108 @@ fn client(timeout: Option<Duration>) -> Result<Client, String> {
     if let Some(timeout) = timeout {
         builder = builder.timeout(timeout);
     }
+    if let Some(config) = &access.tls {
+        builder = builder.tls_backend_preconfigured((**config).clone());
+    }
+    if let Some(value) = &access.authorization {
+        builder = builder.default_headers(HeaderMap::from_iter([(AUTHORIZATION, value.clone())]));
+    }
     builder.build().map_err(|e| e.to_string())
+}
+
+/// The `Authorization` header `spec` asks for: an API key (URL or variable) wins over basic
+/// auth; a password needs a user name in the URL.
+fn authorization(spec: &TargetSpec, reach: &Reach) -> Result<Option<HeaderValue>, String> {
+    use base64::Engine as _;
+    let value = if let Some((key, _)) = reach.secrets.api_key(spec) {
+        format!("ApiKey {}", key.expose())
+    } else if let Some((password, source)) = reach.secrets.password(spec) {
+        let user = match common::urlparts::userinfo(&spec.url) {
+            Some((user, _)) if !user.is_empty() => user,
+            _ => {
+                return Err(format!(
+                    "a password is given by {source}, but the URL names no user \
+                     (https://USER@HOST:PORT)"
+                ));
+            }
+        };
+        let pair = format!("{user}:{}", password.expose());
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    } else {
+        return Ok(None);
+    };
+    let mut header = HeaderValue::from_str(&value)
+        .map_err(|_| "the API key or password is not valid in an HTTP header".to_owned())?;
+    header.set_sensitive(true);
+    Ok(Some(header))
+}
+
+/// `url` without its userinfo, password, API key and fairbench's TLS parameters: what is left
+/// is sent with every request and may appear in a client's error.
+fn bare_url(url: &str) -> Result<Url, String> {
+    let secret_params = [common::credentials::API_KEY_PARAMS, &["password"]].concat();
+    let without = common::urlparts::without_params(&common::tls::strip_params(url), &secret_params);
+    let mut base = Url::parse(&without).map_err(|e| e.to_string())?;
+    let _ = base.set_username("");
+    let _ = base.set_password(None);
+    Ok(base)
+}
+
+/// The connect-phase probe of an https server: what it negotiates, or one line why not.
+async fn probe(settings: &TlsSettings, url: &str) -> Result<TlsState, TargetError> {
+    if !settings.uses_tls() {
+        return Ok(TlsState {
+            settings: settings.clone(),
+            negotiated: None,
+        });
+    }
+    let endpoint = Endpoint::from_url(url, None)?;
+    let negotiated = common::tls::probe(
+        &endpoint,
+        Prelude::Direct,
+        settings.client_config()?,
+        common::tls::HANDSHAKE_TIMEOUT,
+    )
+    .await?;
+    Ok(TlsState {
+        settings: settings.clone(),
+        negotiated: Some(negotiated),
+    })
 }
 
 impl ElasticTarget {
     pub async fn open(
         spec: &TargetSpec,
         index: &IndexSpec,
+        reach: &Reach,
     ) -> Result<Box<dyn Target>, TargetError> {
         let url_error = |message: String| TargetError::Url {
             url: spec.url_redacted(),
-            message,
+            message: common::redact::redact_text(&message),
         };
-        let base = Url::parse(&spec.url).map_err(|e| url_error(e.to_string()))?;
-        if base.scheme() == "https" {
-            return Err(url_error(
-                "https needs TLS, which search-bench is built without; reach the server over http (on loopback)".into(),
-            ));
-        }
+        let settings = TlsSettings::from_url(&spec.url, reach.insecure_skip_verify)?;
+        let base = bare_url(&spec.url).map_err(url_error)?;
+        let authorization = authorization(spec, reach).map_err(url_error)?;
+        let tls = probe(&settings, &spec.url).await?;
+        let access = Access {
+            tls: match settings.uses_tls() {
+                true => Some(settings.client_config()?),
+                false => None,
+            },
+            authorization,
+        };
         let identity = Identity::of(spec, "elastic");
-        let control = client(Some(CONTROL_TIMEOUT)).map_err(url_error)?;
+        let control = client(Some(CONTROL_TIMEOUT), &access).map_err(url_error)?;
         let engine = ElasticTarget {
             identity,
             base,
             index: index.clone(),
             control,
+            access,
+            tls,
         };
         engine.call(Method::GET, "", None).await?;
         Ok(Box::new(engine))
@@ -131,9 +227,16 @@ impl ElasticTarget {
                 .body(serde_json::to_vec(&body).expect("JSON values serialize"));
         }
         let response = request.send().await.map_err(|e| {
-            if e.is_connect() || (e.is_timeout() && path.is_empty()) {
+            if let Some(tls) = common::tls::explain(&e, self.host()) {
+                return self.identity.connect_error(tls);
+            }
+            let closed = chain(&e).contains("connection closed before message completed");
+            if e.is_connect() || (e.is_timeout() && path.is_empty()) || (closed && path.is_empty())
+            {
                 let hint = if chain(&e).contains("refused") {
                     " — is the server running? (scripts/services start)"
+                } else if closed && self.base.scheme() == "http" {
+                    " — is this an https port? (use https://)"
                 } else {
                     ""
                 };
@@ -162,8 +265,15 @@ impl ElasticTarget {
         let (status, bytes) = self.send(method.clone(), path, body).await?;
         if !status.is_success() {
             let path = path.split('?').next().unwrap_or(path);
+            let hint = match status {
+                StatusCode::UNAUTHORIZED => {
+                    " — check the user and password (FAIRBENCH_PASSWORD_<NAME>) or the API key \
+                     (FAIRBENCH_API_KEY_<NAME>)"
+                }
+                _ => "",
+            };
             return Err(self.error(format!(
-                "HTTP {} from {method} /{path}: {}",
+                "HTTP {} from {method} /{path}: {}{hint}",
                 status.as_u16(),
                 error_reason(&bytes)
             )));
@@ -248,11 +358,13 @@ impl ElasticTarget {
     fn connector(&self) -> Connector<Client> {
         let base = self.base.clone();
         let identity = self.identity.clone();
+        let access = self.access.clone();
         Arc::new(move || {
             let base = base.clone();
             let identity = identity.clone();
+            let access = access.clone();
             Box::pin(async move {
-                let client = client(None)?;
+                let client = client(None, &access)?;
                 let response = client
                     .get(base)
                     .send()
@@ -374,6 +486,7 @@ impl Target for ElasticTarget {
                 location: location_of_host(self.host()),
                 data_dir,
                 notes: vec![self.cache_note()],
+                tls: Some(self.tls.clone()),
             })
         })
     }
@@ -507,5 +620,46 @@ impl Target for ElasticTarget {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(url: &str) -> TargetSpec {
+        TargetSpec::parse(&format!("os={url}")).unwrap()
+    }
+
+    #[test]
+    fn credentials_become_one_sensitive_authorization_header() {
+        let reach = Reach::default();
+        let basic = authorization(&spec("https://bench:pw@127.0.0.1:9200"), &reach)
+            .unwrap()
+            .unwrap();
+        // base64("bench:pw")
+        assert_eq!(basic.to_str().unwrap(), "Basic YmVuY2g6cHc=");
+        assert!(basic.is_sensitive());
+        let keyed = authorization(&spec("https://127.0.0.1:9200?api_key=k3y"), &reach)
+            .unwrap()
+            .unwrap();
+        assert_eq!(keyed.to_str().unwrap(), "ApiKey k3y");
+        assert!(keyed.is_sensitive());
+        assert!(
+            authorization(&spec("https://127.0.0.1:9200"), &reach)
+                .unwrap()
+                .is_none()
+        );
+        let error = authorization(&spec("https://127.0.0.1:9200?password=pw"), &reach).unwrap_err();
+        assert!(error.contains("names no user"), "{error}");
+    }
+
+    #[test]
+    fn the_url_sent_carries_no_credential_and_no_tls_parameter() {
+        let url = "https://bench:pw@127.0.0.1:9200/?api_key=k&password=p&cacert=/ca.pem&x=1";
+        assert_eq!(
+            bare_url(url).unwrap().as_str(),
+            "https://127.0.0.1:9200/?x=1"
+        );
     }
 }

@@ -1,0 +1,173 @@
+//! https, basic auth and API keys end to end against the HTTPS OpenSearch node the test
+//! command starts on loopback (its own TLS in the JVM, certificates from the throwaway CA; no
+//! security plugin, so the node accepts any credentials: what is tested here is that they are
+//! sent and never written): verification by default, the negotiated version and cipher
+//! recorded, one line and nothing made for a wrong CA or plaintext to the https port.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::exit::Exit;
+use common::testing::{assert_no_secret, with_param};
+use support::*;
+
+fn tls_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_OPENSEARCH_TLS_URL")
+}
+
+/// `https://USER@host:port?cacert=…` from the exported URL.
+fn with_user(url: &str, user: &str) -> String {
+    url.replacen("https://", &format!("https://{user}@"), 1)
+}
+
+/// One small workload on a small corpus: what is tested here is the connection, not search.
+const SMALL: &[&str] = &["--workloads", "match", "--docs", "1000", "--queries", "16"];
+
+/// [`args`] with [`SMALL`] and `extra`.
+fn small_args<'a>(out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = SMALL.to_vec();
+    all.extend_from_slice(extra);
+    args(out, &all)
+}
+
+/// Runs search-bench as a process with `variable=secret`, checks it succeeded and that the
+/// secret is nowhere in what it wrote, neither as given nor as `encoded` (the Basic header's
+/// base64 of `user:password`); hands back results.json.
+fn run_with_secret(
+    out: &Path,
+    target: &str,
+    (variable, secret): (&str, &str),
+    encoded: Option<&str>,
+) -> serde_json::Value {
+    let ran = Command::new(env!("CARGO_BIN_EXE_search-bench"))
+        .args(small_args(out, &["--target", target]))
+        .env(variable, secret)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_no_secret(out, &ran.stdout, &ran.stderr, secret);
+    if let Some(encoded) = encoded {
+        assert_no_secret(out, &ran.stdout, &ran.stderr, encoded);
+    }
+    read_json(out)
+}
+
+#[test]
+fn https_with_a_password_or_an_api_key_is_verified_recorded_and_never_leaks() {
+    let Some(url) = tls_url() else { return };
+    let _server = lock_server();
+    let dir = tempfile::tempdir().unwrap();
+    let basic = dir.path().join("basic");
+    // base64("bench:zq-leak-check-search-pw-51c2"), what the Authorization header carries.
+    let encoded = "YmVuY2g6enEtbGVhay1jaGVjay1zZWFyY2gtcHctNTFjMg==";
+    let json = run_with_secret(
+        &basic,
+        &format!("os={}", with_user(&url, "bench")),
+        ("FAIRBENCH_PASSWORD_OS", "zq-leak-check-search-pw-51c2"),
+        Some(encoded),
+    );
+    let verified = &json["systems"][0]["verified"];
+    assert!(
+        verified["tls_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("TLSv1."),
+        "{verified}"
+    );
+    assert!(verified["tls_cipher"].as_str().unwrap().starts_with("TLS_"));
+    assert_eq!(verified["tls_verification"], "verify-full");
+    assert_eq!(json["systems"][0]["kind"], "opensearch");
+    let keyed = dir.path().join("key");
+    run_with_secret(
+        &keyed,
+        &format!("os={url}"),
+        ("FAIRBENCH_API_KEY_OS", "zq-leak-check-search-key-7d9e"),
+        None,
+    );
+}
+
+#[test]
+fn a_wrong_ca_or_plaintext_is_one_line_and_insecure_skip_verify_labels_the_cells() {
+    let Some(url) = tls_url() else { return };
+    let _server = lock_server();
+    let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
+    let wrong = with_param(&url, "cacert", &wrong_ca);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("refused");
+    let refused = |target: &str| {
+        let error = match run(&small_args(&out, &["--target", target])) {
+            Ok(_) => panic!("measured, not refused"),
+            Err(e) => e.to_string(),
+        };
+        assert!(!error.contains('\n'), "{error}");
+        assert!(!out.exists(), "nothing made");
+        error
+    };
+    let error = refused(&wrong);
+    assert!(
+        error.contains("the certificate of 127.0.0.1 did not verify")
+            && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
+    let plaintext = url
+        .replacen("https://", "http://", 1)
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    let error = refused(&plaintext);
+    assert!(error.contains("use https://"), "{error}");
+    // Bad TLS or credential input, refused before anything is sent.
+    let error = refused(&with_param(&url, "cacert", "/nonexistent/ca.pem"));
+    assert!(error.contains("CA file /nonexistent/ca.pem"), "{error}");
+    let error = refused(&with_param(&url, "cacert", "/etc/hostname"));
+    assert!(error.contains("no PEM certificate"), "{error}");
+    let error = refused(&with_param(&plaintext, "cacert", &wrong_ca));
+    assert!(error.contains("use https://"), "{error}");
+    let error = refused(&with_param(&url, "sslmode", "disable"));
+    assert!(error.contains("always uses TLS"), "{error}");
+    let password_file = dir.path().join("password");
+    std::fs::write(&password_file, "zq-unused-password\n").unwrap();
+    let file_arg = format!("os={}", password_file.display());
+    let error = match run(&small_args(
+        &out,
+        &[
+            "--target",
+            &format!("os={url}"),
+            "--password-file",
+            &file_arg,
+        ],
+    )) {
+        Ok(_) => panic!("measured, not refused"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("names no user"), "{error}");
+    assert!(!error.contains("zq-unused-password"), "{error}");
+    assert!(!out.exists(), "nothing made");
+
+    let insecure = dir.path().join("insecure");
+    let summary = run(&small_args(
+        &insecure,
+        &["--target", &wrong, "--insecure-skip-verify"],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    assert_matches_schema(&insecure);
+    let verified = &summary.report.systems[0].verified;
+    assert_eq!(
+        verified["tls_verification"],
+        "none (--insecure-skip-verify)"
+    );
+    for cell in &summary.report.cells {
+        assert!(
+            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
+            "{cell:?}"
+        );
+    }
+}
