@@ -198,8 +198,10 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let matches = command.try_get_matches_from(args)?;
+    // Every subcommand of `Tooling` (`merge` and `k8s-manifest` too), asked of `Tooling`
+    // itself: a list of names here once left `merge` to run the benchmark on its defaults.
     match matches.subcommand_name() {
-        Some("compare" | "report") => {
+        Some(name) if <Tooling as clap::Subcommand>::has_subcommand(name) => {
             <Tooling as clap::FromArgMatches>::from_arg_matches(&matches).map(Invocation::Tooling)
         }
         _ => P::from_arg_matches(&matches).map(Invocation::Run),
@@ -337,6 +339,30 @@ mod tests {
             Ok(Invocation::Tooling(Tooling::Report(_)))
         ));
         assert!(parse(&["geo-bench", "--rounds", "3", "compare", "a", "b"]).is_err());
+        assert!(matches!(
+            parse(&[
+                "geo-bench",
+                "merge",
+                "--expect-workers",
+                "2",
+                "-o",
+                "m",
+                "w0",
+                "w1"
+            ]),
+            Ok(Invocation::Tooling(Tooling::Merge(_)))
+        ));
+        assert!(matches!(
+            parse(&[
+                "geo-bench",
+                "k8s-manifest",
+                "--workers",
+                "2",
+                "--image",
+                "i"
+            ]),
+            Ok(Invocation::Tooling(Tooling::K8sManifest(_)))
+        ));
         let mut command = command_with_tooling::<Own>();
         let help = command.render_long_help().to_string();
         assert!(help.trim_end().ends_with("geo-bench --rounds 3"), "{help}");
@@ -356,6 +382,18 @@ mod tests {
         assert!(matches!(
             suites(&["sql-bench", "report", "dir"]),
             Ok(Invocation::Tooling(Tooling::Report(_)))
+        ));
+        assert!(matches!(
+            suites(&[
+                "sql-bench",
+                "merge",
+                "--expect-workers",
+                "1",
+                "-o",
+                "m",
+                "w0"
+            ]),
+            Ok(Invocation::Tooling(Tooling::Merge(_)))
         ));
         assert!(matches!(
             suites(&["sql-bench", "crud", "--rounds", "3"]),

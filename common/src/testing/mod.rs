@@ -3,10 +3,11 @@
 //! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
 //! the check that no secret reached anything a run wrote, the check of a tool's `compare` and
 //! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
-//! real browser.
+//! real browser; network namespaces for tests of several workers ([`netns`]).
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
+pub mod netns;
 pub mod tooling;
 
 #[cfg(any(test, feature = "browser"))]
