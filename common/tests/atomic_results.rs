@@ -68,7 +68,9 @@ fn the_file_left_by_a_killed_writer_always_parses() {
             .unwrap();
         // Let the first write land; later kills come at any moment (the file is there from
         // the runs before), moving within a write's length.
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let first = if attempt == 0 { 600 } else { 30 };
         let after = Duration::from_millis(first + (seed >> 33) % 400);
         std::thread::sleep(after);

@@ -89,7 +89,10 @@ fn two_postgres_runs_compare_and_a_changed_server_setting_or_dataset_is_refused(
     assert!(stdout.is_empty(), "{stdout}");
 
     // Another dataset (its checksum) is another environment too.
-    let checksum = json["data"]["checksum"].as_str().expect("data.checksum").to_owned();
+    let checksum = json["data"]["checksum"]
+        .as_str()
+        .expect("data.checksum")
+        .to_owned();
     let other_data = doctored(&a, dir.path().join("data"), |j| {
         j["data"]["checksum"] = "0000000000000000".into();
     });

@@ -148,6 +148,6 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(error.contains("unknown scheme `mongodb`"), "{error}");
-        assert!(error.contains("redis://"), "{error}");
+        assert!(error.contains("redis[s]://"), "{error}");
     }
 }
