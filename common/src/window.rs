@@ -278,6 +278,53 @@ mod tests {
         }
     }
 
+    /// Answers in 1 ms, except the 50th operation, which stalls for 200 ms: a server that
+    /// stops mid-window.
+    struct Staller;
+
+    impl Operation for Staller {
+        async fn call(&mut self, seq: u64) -> Result<(), OpError> {
+            let stall = if seq == 50 { 200 } else { 1 };
+            tokio::time::sleep(Duration::from_millis(stall)).await;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn in_open_loop_a_stall_is_in_the_latency_of_every_operation_it_delayed() {
+        // 500/s for 600 ms: the operations due during the stall start late, and their latency
+        // counts from when they were due; their service time does not include the wait.
+        let plan = WindowPlan {
+            rate_per_s: Some(500.0),
+            ..plan(600, 5_000)
+        };
+        let (_, outcome) = run_async(vec![Staller], &plan).await;
+        let recorder = &outcome.recorder;
+        let latency = |q: f64| recorder.latency.value_at_quantile(q);
+        let service = recorder
+            .service
+            .as_ref()
+            .expect("open loop keeps service time");
+        assert!(
+            latency(1.0) >= 200_000_000,
+            "the stalled operation: {}",
+            latency(1.0)
+        );
+        // About 100 operations fell due during the stall and the backlog drains at 1 ms per
+        // 2 ms tick, so well over a quarter of the samples carry tens of milliseconds of wait.
+        assert!(
+            latency(0.7) >= 20_000_000,
+            "latency p70 {} ns: the backlog is missing",
+            latency(0.7)
+        );
+        assert!(
+            service.value_at_quantile(0.7) < 15_000_000,
+            "service p70 {} ns: the wait was counted as service",
+            service.value_at_quantile(0.7)
+        );
+        assert!(recorder.missed_ticks > 0);
+    }
+
     #[tokio::test]
     async fn a_client_that_burns_its_lanes_is_busy_and_one_that_waits_is_not() {
         let (_, spinning) = run_async(vec![Spinner], &plan(300, 1_000)).await;
