@@ -355,6 +355,108 @@ fn a_request_past_the_ceiling_is_a_timeout_and_is_cancelled_on_the_server() {
     assert_eq!(active, "0", "the server is not still inserting");
 }
 
+/// Watches for the app's table on MariaDB and, the moment it exists, gives it a trigger that
+/// sleeps 20 ms per inserted row and counts the row, per connection, in a table outside any
+/// transaction (Aria), so a statement's rows stay counted when it is killed and rolled back.
+/// Every batch of the fill then runs far past the ceiling. MariaDB has no event trigger, so
+/// this races the fill; with 12 batches to write, some batch always starts after the trigger is
+/// in place. Returns whether the trigger was made (within 20 s).
+fn slow_down_the_fill_when_its_table_appears(url: String) -> std::thread::JoinHandle<bool> {
+    use mysql_async::prelude::Queryable;
+    std::thread::spawn(move || {
+        block_on(async move {
+            let mut conn = mysql_async::Conn::from_url(url.as_str()).await.unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                let exists: Option<u64> = conn
+                    .query_first(
+                        "SELECT COUNT(*) FROM information_schema.TABLES \
+                         WHERE TABLE_SCHEMA = 'fairbench' AND TABLE_NAME = 'app_records'",
+                    )
+                    .await
+                    .unwrap();
+                if exists == Some(1) {
+                    conn.query_drop(
+                        "CREATE TRIGGER fairbench.crawl BEFORE INSERT ON fairbench.app_records \
+                         FOR EACH ROW BEGIN SET @slept = SLEEP(0.02); \
+                         INSERT INTO fairbench_probe.slept VALUES (CONNECTION_ID()); END",
+                    )
+                    .await
+                    .unwrap();
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            false
+        })
+    })
+}
+
+#[test]
+fn a_mariadb_request_past_the_ceiling_is_a_timeout_and_is_killed_on_the_server() {
+    let Some(my) = mysql_url() else { return };
+    let _servers = lock_servers();
+    mariadb(
+        &my,
+        "DROP TABLE IF EXISTS fairbench.app_records; CREATE DATABASE IF NOT EXISTS fairbench_probe; \
+         CREATE OR REPLACE TABLE fairbench_probe.slept (connection BIGINT) ENGINE=Aria TRANSACTIONAL=0",
+    );
+    let watcher = slow_down_the_fill_when_its_table_appears(my.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("crawling={my}");
+    let summary = app(
+        dir.path(),
+        &[
+            "--target",
+            &target,
+            "--rounds",
+            "1",
+            "--batch",
+            "250",
+            "--ceiling",
+            "1s",
+        ],
+    )
+    .unwrap();
+    assert!(watcher.join().unwrap(), "the app's table never appeared");
+    // A batch the client only gave up on would go on to insert all its 250 rows (5 s): wait,
+    // bounded, until no insert is left on the server, then count what each statement did.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while mariadb(
+        &my,
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+         WHERE INFO LIKE 'INSERT INTO fairbench.app_records%'",
+    ) != "0"
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let most_rows_one_statement_slept: u64 = mariadb(
+        &my,
+        "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM fairbench_probe.slept GROUP BY connection) AS per",
+    )
+    .parse()
+    .unwrap();
+    mariadb(
+        &my,
+        "DROP TABLE IF EXISTS fairbench.app_records; DROP DATABASE fairbench_probe",
+    );
+    let fill = cell(&summary.report, "fill", "crawling");
+    assert_eq!(fill.status, Status::Timeout, "{fill:?}");
+    assert!(
+        fill.reason
+            .as_deref()
+            .unwrap()
+            .contains("no answer before the ceiling"),
+        "{:?}",
+        fill.reason
+    );
+    assert!(
+        (1..250).contains(&most_rows_one_statement_slept),
+        "a batch inserted {most_rows_one_statement_slept} of its 250 rows: KILL QUERY did not stop it on the server"
+    );
+}
+
 #[test]
 fn bad_input_is_refused_before_anything_is_touched() {
     let dir = tempfile::tempdir().unwrap();
