@@ -18,6 +18,7 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value as Json, json};
 
 mod docs;
+mod ycsb;
 
 use super::{
     Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_url,
@@ -626,6 +627,10 @@ impl Target for CouchTarget {
                 .map_err(TargetError::Other)?;
             Ok(async_workers(pool))
         })
+    }
+
+    fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
+        Some(self)
     }
 
     fn check_collection<'a>(
