@@ -110,6 +110,8 @@ pub struct CellBuilder {
     round_latency: Vec<crate::results::Percentiles>,
     /// Each measured round's seconds, encoded as the cell stores them.
     round_seconds: Vec<Vec<String>>,
+    /// When each measured round's window opened (ms since the Unix epoch).
+    round_opened_at_ms: Vec<u64>,
     latency: Option<Histogram<u64>>,
     service: Option<Histogram<u64>>,
     lag: Option<Histogram<u64>>,
@@ -131,6 +133,7 @@ impl CellBuilder {
             throughputs: Vec::new(),
             round_latency: Vec::new(),
             round_seconds: Vec::new(),
+            round_opened_at_ms: Vec::new(),
             latency: None,
             service: None,
             lag: None,
@@ -224,6 +227,7 @@ impl CellBuilder {
             return;
         }
         self.judge_the_limit(&label, outcome);
+        self.round_opened_at_ms.push(opened_at_ms(outcome.elapsed));
         self.throughputs.push(outcome.throughput());
         // A window's recorder is closed by its driver; a second left open is counted all the same.
         let latency = rec.latency_so_far();
@@ -311,6 +315,7 @@ impl CellBuilder {
         } else {
             Vec::new()
         };
+        cell.round_opened_at_ms.clone_from(&self.round_opened_at_ms);
         cell
     }
 
@@ -318,6 +323,14 @@ impl CellBuilder {
     pub fn counts(&self) -> Counts {
         self.cell.counts
     }
+}
+
+/// When a window that has just closed after `elapsed` opened, in ms since the Unix epoch.
+fn opened_at_ms(elapsed: Duration) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    now.saturating_sub(elapsed).as_millis() as u64
 }
 
 fn pool(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {

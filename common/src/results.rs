@@ -256,6 +256,11 @@ pub struct Cell {
     /// counts add up to `histogram_b64`'s. Empty when the cell was not measured that way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency_per_second_b64: Vec<Vec<String>>,
+    /// When each measured round's window opened, in milliseconds since the Unix epoch on the
+    /// client's clock, in the order measured: how the order the systems ran in each round (DESIGN
+    /// rule 4) is read back from a run. Empty when the cell was not measured that way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_opened_at_ms: Vec<u64>,
     /// Tool-specific figures of this cell (recall, loss, batch size, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -286,6 +291,7 @@ impl Cell {
             histogram_b64: None,
             service_histogram_b64: None,
             latency_per_second_b64: Vec::new(),
+            round_opened_at_ms: Vec::new(),
             extra: BTreeMap::new(),
         }
     }

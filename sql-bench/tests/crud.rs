@@ -147,6 +147,8 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
     for cell in &report.cells {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }
+    // Interleaved, the order alternating each round: read back from when each window opened.
+    assert_eq!(common::testing::assert_systems_alternate(report), 4);
     // Every non-reference ok cell is judged against the reference on throughput, p50 and p99
     // (4 workloads × 2 systems × 3 metrics): a verdict, or the reason there is none.
     assert_eq!(report.verdicts.len() + report.no_verdicts.len(), 4 * 2 * 3);

@@ -8,10 +8,12 @@
 #[cfg(any(test, feature = "browser"))]
 mod browser;
 pub mod netns;
+mod order;
 pub mod tooling;
 
 #[cfg(any(test, feature = "browser"))]
 pub use browser::{assert_html_renders, check_page, chromium};
+pub use order::assert_systems_alternate;
 
 use std::future::Future;
 use std::path::Path;
