@@ -36,8 +36,10 @@ pub struct Opts {
     #[serde(flatten)]
     pub common: CommonOpts,
 
-    /// A broker to measure, as `[NAME=]mqtt://[USER:PASSWORD@]HOST:PORT` (the same as --target);
-    /// any host: the CPU and memory of a broker on another machine cannot be measured.
+    /// A broker to measure, as `[NAME=]mqtt://[USER:PASSWORD@]HOST:PORT` (the same as --target),
+    /// or `mqtts://…[:PORT]?cacert=CA.pem` for TLS (port 8883, certificate verified; the
+    /// password also from FAIRBENCH_PASSWORD_<NAME> or --password-file); any host: the CPU and
+    /// memory of a broker on another machine cannot be measured.
     #[arg(long = "broker", value_name = "[NAME=]URL", value_parser = TargetSpec::parse)]
     #[serde(skip)]
     pub brokers: Vec<TargetSpec>,

@@ -35,7 +35,8 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
     let fd = plan(&opts, &rows, &specs)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, &opts, interrupt)?;
     let run_tag = measure::run_tag();
-    let prepared = systems::prepare(&opts, &specs, &run_tag, lifecycle.progress()).await;
+    let access = crate::targets::Reach::of(&lifecycle, &opts.common);
+    let prepared = systems::prepare(&opts, &specs, &run_tag, lifecycle.progress(), &access).await;
     let (systems, reference) = match prepared {
         Ok(prepared) => prepared,
         Err(e) => return Err(lifecycle.abandon(e)),

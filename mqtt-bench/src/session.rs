@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::procstat::{Probe, Sampler, Usage};
+use common::tls::Negotiated;
 
 use crate::engine::{WindowResult, WindowSpec, run_window};
 use crate::message::{Stamp, read_stamp, stamp};
 use crate::protocol::codec::{self, Ack, ConnAckInfo, Incoming, Protocol, PublishTemplate};
 use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint};
+use crate::protocol::transport::TlsLink;
 
 /// How long connecting, subscribing and the verification round trip may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -34,6 +36,8 @@ pub struct Client {
     pub protocol: Protocol,
     pub keep_alive_s: u16,
     pub source_addrs: Arc<[IpAddr]>,
+    /// `mqtts://`: the TLS every connection starts with.
+    pub tls: Option<TlsLink>,
 }
 
 /// Where every client of the run connects, as whom, with the run's client limits; the
@@ -56,6 +60,7 @@ pub fn endpoint(addr: String, client: &Client) -> Result<Endpoint, ConnError> {
         max_packet_bytes: MAX_PACKET_BYTES,
         keep_alive_s: client.keep_alive_s,
         source_addrs: client.source_addrs.clone(),
+        tls: client.tls.clone(),
     })
 }
 
@@ -93,18 +98,19 @@ pub async fn measure(link: &Link, spec: WindowSpec) -> Result<Measured, ConnErro
 }
 
 /// What a broker says about itself over MQTT before any clock starts: the retained `$SYS`
-/// topics it publishes ([`SYS_TOPICS`], by topic), and what its CONNACK announced. A broker
+/// topics it publishes ([`SYS_TOPICS`], by topic), what its CONNACK announced and what the
+/// connection's TLS negotiated (`mqtts://`). A broker
 /// that refuses the connection is an error; one that refuses or drops the `$SYS`
 /// subscription publishes nothing.
 pub async fn describe(
     endpoint: &Endpoint,
     client_id: &str,
-) -> Result<(BTreeMap<String, String>, ConnAckInfo), ConnError> {
+) -> Result<(BTreeMap<String, String>, ConnAckInfo, Option<Negotiated>), ConnError> {
     let (mut conn, handshake) =
         Conn::connect(endpoint, &ConnectOptions::clean(client_id, 0)).await?;
     let topics = read_sys(&mut conn, endpoint).await.unwrap_or_default();
     conn.disconnect().await;
-    Ok((topics, *handshake.connack))
+    Ok((topics, *handshake.connack, handshake.tls))
 }
 
 async fn read_sys(

@@ -43,6 +43,7 @@ pub fn client(opts: &Opts) -> Client {
         protocol: Protocol::V311,
         keep_alive_s: opts.keep_alive_s(),
         source_addrs: Arc::from(opts.source_addrs.clone()),
+        tls: None,
     }
 }
 
@@ -54,12 +55,13 @@ pub async fn prepare(
     specs: &[TargetSpec],
     run_tag: &str,
     progress: &Progress,
+    access: &targets::Reach,
 ) -> anyhow::Result<(Vec<System>, String)> {
     let client = client(opts);
     let mut brokers = Vec::new();
     for spec in specs {
         let pid = pid_for(&opts.broker_pids, spec, specs.len());
-        brokers.push(targets::open(spec, pid, &client).await?);
+        brokers.push(targets::open(spec, pid, &client, access).await?);
     }
     check_pids(&brokers, opts)?;
     let mut systems = Vec::new();

@@ -11,10 +11,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use common::tls::{Negotiated, TlsError};
 
 use super::codec::{self, CodecError, ConnAckInfo, ConnectFields, Incoming, Protocol};
 use super::reason;
-use super::transport::Transport;
+use super::transport::{TlsLink, Transport};
 
 /// Bytes a throughput client reads per call: a subscriber at speed takes hundreds of messages
 /// per read.
@@ -28,6 +29,10 @@ pub const IDLE_READ_BYTES: usize = 64;
 pub enum ConnError {
     #[error("cannot connect to {addr}: {source} — is the broker running?")]
     Unreachable { addr: Arc<str>, source: io::Error },
+    /// The TLS handshake failed; the message names the host and why ("the certificate of
+    /// HOST did not verify: …").
+    #[error("{source}")]
+    Tls { addr: Arc<str>, source: TlsError },
     #[error("{addr} did not answer within {waited:?} ({what})")]
     Silent {
         addr: Arc<str>,
@@ -111,8 +116,8 @@ impl ConnError {
     }
 }
 
-/// Who to connect to, as whom, speaking which protocol, with the run's client limits. The TLS
-/// settings of `mqtts://` belong here too, read by [`Transport::connect`].
+/// Who to connect to, as whom, speaking which protocol, with the run's client limits, over TLS
+/// for `mqtts://`.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// `host:port`, for messages.
@@ -129,6 +134,8 @@ pub struct Endpoint {
     pub keep_alive_s: u16,
     /// Local addresses client sockets bind to, in turn (none: the kernel's choice).
     pub source_addrs: Arc<[IpAddr]>,
+    /// `mqtts://`: the TLS every connection starts with.
+    pub tls: Option<TlsLink>,
 }
 
 impl Endpoint {
@@ -184,10 +191,13 @@ impl<'a> ConnectOptions<'a> {
     }
 }
 
-/// How the connection was made: the TCP connect apart from the MQTT handshake.
+/// How the connection was made: the TCP connect and the TLS handshake apart from the MQTT
+/// handshake.
 #[derive(Debug, Clone)]
 pub struct Handshake {
     pub tcp: Duration,
+    /// What TLS negotiated, with its handshake time (`None`: plaintext).
+    pub tls: Option<Negotiated>,
     pub connack: Box<ConnAckInfo>,
 }
 
@@ -228,7 +238,7 @@ impl Conn {
                     "no address of the broker matches the source address's family",
                 ),
             })?;
-        let io = tokio::time::timeout(waited, Transport::connect(target, source))
+        let tcp_stream = tokio::time::timeout(waited, Transport::tcp(target, source))
             .await
             .map_err(|_| ConnError::Silent {
                 addr: addr.clone(),
@@ -240,6 +250,19 @@ impl Conn {
                 source,
             })?;
         let tcp = began.elapsed();
+        let (io, tls) = match &endpoint.tls {
+            None => (Transport::Tcp(tcp_stream), None),
+            Some(link) => {
+                let (io, negotiated) =
+                    Transport::tls(tcp_stream, link, waited)
+                        .await
+                        .map_err(|source| ConnError::Tls {
+                            addr: addr.clone(),
+                            source,
+                        })?;
+                (io, Some(negotiated))
+            }
+        };
         let mut conn = Conn {
             io,
             addr,
@@ -277,7 +300,11 @@ impl Conn {
                 ConnError::Closed { addr, context } => ConnError::NoConnAck {
                     addr,
                     protocol: endpoint.protocol,
-                    context: context.replace(" instead of answering with a CONNACK", ""),
+                    context: format!(
+                        "{}{}",
+                        context.replace(" instead of answering with a CONNACK", ""),
+                        plaintext_hint(endpoint)
+                    ),
                 },
                 e => e,
             })?;
@@ -297,7 +324,7 @@ impl Conn {
             // MQTT 5: the broker's keep-alive replaces the client's.
             conn.ping_every = Duration::from_secs(u64::from(keep_alive)) / 2;
         }
-        Ok((conn, Handshake { tcp, connack }))
+        Ok((conn, Handshake { tcp, tls, connack }))
     }
 
     pub fn addr(&self) -> &str {
@@ -548,6 +575,13 @@ impl Conn {
                 Poll::Pending => return Poll::Pending,
             }
         }
+        // TLS: the records rustls still holds go now, or when the socket takes them.
+        match self.io.poll_flush(cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_error(e))),
+            Poll::Pending if progressed => return Poll::Ready(Ok(false)),
+            Poll::Pending => return Poll::Pending,
+        }
         self.wbuf.clear();
         self.wstart = 0;
         self.last_sent = Instant::now();
@@ -586,7 +620,7 @@ impl Conn {
                 Poll::Pending => false,
             };
             let wrote = want_write
-                && self.unflushed() > 0
+                && (self.unflushed() > 0 || self.io.holds_output())
                 && match self.poll_flush_some(cx) {
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                     Poll::Ready(Ok(_)) => true,
@@ -621,5 +655,15 @@ impl Conn {
     /// Whether this connection's reads are of the throughput size.
     pub fn read_chunk(&self) -> usize {
         self.read_chunk
+    }
+}
+
+/// What a plaintext client told "connection closed" before any CONNACK most likely met: a TLS
+/// listener (Mosquitto resets a plaintext client at once).
+fn plaintext_hint(endpoint: &Endpoint) -> &'static str {
+    if endpoint.tls.is_none() && endpoint.protocol == Protocol::V311 {
+        " — is this a TLS port? (use mqtts://)"
+    } else {
+        ""
     }
 }

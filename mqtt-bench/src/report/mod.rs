@@ -396,6 +396,16 @@ pub fn notes(opts: &Opts, systems: &[SystemInfo], fd: &FdLimit) -> Vec<String> {
     {
         notes.push("A broker on another host is reached over the network: its CPU and memory cannot be measured from here, and its latency includes the network's.".into());
     }
+    for system in systems
+        .iter()
+        .filter(|s| s.location == common::results::Location::Remote)
+    {
+        notes.push(format!(
+            "Not measured of {} (on another host): {}.",
+            system.name,
+            system.not_measured.join("; ")
+        ));
+    }
     if systems
         .iter()
         .any(|s| s.labels.iter().any(|l| l == "embedded"))

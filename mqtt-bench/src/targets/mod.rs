@@ -20,15 +20,18 @@ pub mod url;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::options::TargetSpec;
+use common::credentials::Secrets;
+use common::options::{CommonOpts, TargetSpec};
 use common::pool::BoxFuture;
 use common::procstat::{Probe, ServerPid};
 use common::results::{Location, SystemInfo};
 pub use common::target::TargetError;
 use common::target::{FromAfar, location_of_host};
+use common::tls::{Negotiated, TlsSettings};
 
 use crate::protocol::codec::{ConnAckInfo, Protocol};
 use crate::protocol::conn::{ConnError, Endpoint};
+use crate::protocol::transport::TlsLink;
 use crate::session::{self, Client, SYS_TOPICS};
 pub use url::BrokerUrl;
 
@@ -48,7 +51,26 @@ pub const KINDS: [&dyn BrokerKind; 7] = [
 pub const DEFAULT_TARGET: &str = "embedded";
 
 /// The schemes `--broker` takes, for the error that names another.
-const SCHEMES: &str = "mqtt://HOST:PORT (or `embedded` for the in-process broker)";
+const SCHEMES: &str =
+    "mqtt://HOST:PORT, mqtts://HOST[:PORT] for TLS (or `embedded` for the in-process broker)";
+
+/// What a broker needs besides its URL to be reached: the run's secrets (`--password-file`,
+/// `FAIRBENCH_PASSWORD_<NAME>`) and `--insecure-skip-verify`.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub secrets: Secrets,
+    pub insecure_skip_verify: bool,
+}
+
+impl Reach {
+    /// What `lifecycle` read and `common` asked for.
+    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
+        Reach {
+            secrets: lifecycle.secrets().clone(),
+            insecure_skip_verify: common.insecure_skip_verify,
+        }
+    }
+}
 
 /// A broker's version and the settings read back from it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -160,31 +182,51 @@ impl From<ConnError> for TargetError {
     }
 }
 
-/// Starts (embedded) or reaches (`mqtt://`) the broker `spec` names.
+/// Starts (embedded) or reaches (`mqtt://`, `mqtts://`) the broker `spec` names.
 pub async fn open(
     spec: &TargetSpec,
     pid: Option<&ServerPid>,
     client: &Client,
+    access: &Reach,
 ) -> Result<Broker, TargetError> {
     match spec.scheme() {
         "embedded" => embedded::open(spec, client).await,
-        "mqtt" | "tcp" => reach(spec, pid, client).await,
+        "mqtt" | "mqtts" | "tcp" => reach(spec, pid, client, access).await,
         _ => Err(TargetError::unknown_scheme(spec, SCHEMES)),
     }
 }
 
-/// A broker at `mqtt://[USER:PASSWORD@]HOST:PORT`, on this machine or another: reached with
-/// mqtt-bench's own client, described by the first kind that recognises it, observed through
-/// /proc when it is local and its PID is given.
+/// A broker at `mqtt[s]://[USER:PASSWORD@]HOST:PORT`, on this machine or another: reached
+/// with mqtt-bench's own client (over TLS for `mqtts://`, the password from the URL or the
+/// run's secrets), described by the first kind that recognises it, observed through /proc when
+/// it is local and its PID is given.
 async fn reach(
     spec: &TargetSpec,
     pid: Option<&ServerPid>,
     client: &Client,
+    access: &Reach,
 ) -> Result<Broker, TargetError> {
-    let url = BrokerUrl::parse(&spec.url).map_err(|message| TargetError::Url {
-        url: spec.url_redacted(),
-        message,
+    let tls_settings = TlsSettings::from_url(&spec.url, access.insecure_skip_verify)
+        .map_err(|e| TargetError::Other(e.to_string()))?;
+    let with_password = access.secrets.url_with_password(spec);
+    let url = BrokerUrl::parse(&common::tls::strip_params(&with_password)).map_err(|message| {
+        TargetError::Url {
+            url: spec.url_redacted(),
+            message,
+        }
     })?;
+    let tls = match url.tls {
+        false => None,
+        true => Some(TlsLink {
+            config: tls_settings
+                .client_config()
+                .map_err(|e| TargetError::Other(e.to_string()))?,
+            server: common::tls::Endpoint {
+                host: url.host.clone(),
+                port: url.port,
+            },
+        }),
+    };
     let location = location_of_host(&url.host);
     if let (Location::Remote, Some(pid)) = (location, pid) {
         return Err(TargetError::Other(format!(
@@ -195,9 +237,10 @@ async fn reach(
     let client = Client {
         username: url.username.clone(),
         password: url.password.clone(),
+        tls,
         ..client.clone()
     };
-    let (endpoint, sys, connack) = describe_over_mqtt(&url, &client).await?;
+    let (endpoint, sys, connack, negotiated) = describe_over_mqtt(&url, &client).await?;
     let probe = pid.map(|p| Probe::Process(p.pid));
     if let (Some(probe), Some(pid)) = (&probe, pid)
         && !probe.alive()
@@ -216,7 +259,8 @@ async fn reach(
         monitor: url.monitor.clone(),
     };
     let (kind, description) = describe(&reached).await?;
-    let info = system_info(spec, &url, kind, &reached, description, location);
+    let mut info = system_info(spec, &url, kind, &reached, description, location);
+    common::tls::record(&mut info, &tls_settings, negotiated.as_ref());
     Ok(Broker {
         link: session::Link {
             endpoint: reached.endpoint.clone(),
@@ -230,12 +274,17 @@ async fn reach(
     })
 }
 
+/// Where a broker was reached, what its `$SYS` topics and CONNACK said, what its TLS negotiated.
+type Described = (
+    Endpoint,
+    BTreeMap<String, String>,
+    ConnAckInfo,
+    Option<Negotiated>,
+);
+
 /// Connects once to read the `$SYS` topics: in MQTT 3.1.1, or in 5 for a broker that only
 /// speaks 5.
-async fn describe_over_mqtt(
-    url: &BrokerUrl,
-    client: &Client,
-) -> Result<(Endpoint, BTreeMap<String, String>, ConnAckInfo), TargetError> {
+async fn describe_over_mqtt(url: &BrokerUrl, client: &Client) -> Result<Described, TargetError> {
     let id = format!("fairbench-describe-{}", std::process::id());
     let mut last = None;
     for protocol in [Protocol::V311, Protocol::V5] {
@@ -245,7 +294,7 @@ async fn describe_over_mqtt(
         };
         let endpoint = session::endpoint(url.addr(), &client)?;
         match session::describe(&endpoint, &id).await {
-            Ok((sys, connack)) => {
+            Ok((sys, connack, negotiated)) => {
                 let endpoint = session::endpoint(
                     url.addr(),
                     &Client {
@@ -253,7 +302,7 @@ async fn describe_over_mqtt(
                         ..client
                     },
                 )?;
-                return Ok((endpoint, sys, connack));
+                return Ok((endpoint, sys, connack, negotiated));
             }
             Err(ConnError::Refused { connack, .. })
                 if connack.code == 1 && protocol == Protocol::V311 =>

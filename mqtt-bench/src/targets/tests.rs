@@ -12,6 +12,7 @@ pub fn client() -> Client {
         protocol: Protocol::V311,
         keep_alive_s: 60,
         source_addrs: Arc::from(Vec::new()),
+        tls: None,
     }
 }
 
@@ -67,7 +68,7 @@ async fn what_a_broker_publishes_or_runs_as_names_its_kind() {
 #[tokio::test]
 async fn unknown_schemes_and_remote_processes_are_refused_before_any_connection() {
     let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-    let error = open(&spec, None, &client())
+    let error = open(&spec, None, &client(), &Reach::default())
         .await
         .err()
         .unwrap()
@@ -78,7 +79,7 @@ async fn unknown_schemes_and_remote_processes_are_refused_before_any_connection(
     // read from this machine, which is refused first).
     let spec = TargetSpec::parse("mqtt://10.1.2.3:1883").unwrap();
     let pid = ServerPid::parse("1").unwrap();
-    let error = open(&spec, Some(&pid), &client())
+    let error = open(&spec, Some(&pid), &client(), &Reach::default())
         .await
         .err()
         .unwrap()

@@ -24,6 +24,19 @@ pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
 }
 
+/// Whether Mosquitto is installed (a skip outside CI says so; CI requires it).
+pub fn mosquitto_installed() -> bool {
+    if std::path::Path::new("/usr/sbin/mosquitto").exists() {
+        return true;
+    }
+    assert!(
+        !servers_required(),
+        "Mosquitto is not installed (scripts/install-servers mosquitto)"
+    );
+    eprintln!("skipped: Mosquitto is not installed");
+    false
+}
+
 /// A Mosquitto of a test's own on a free loopback port, killed when dropped.
 pub struct OwnMosquitto {
     pub child: Child,
@@ -35,45 +48,53 @@ impl OwnMosquitto {
     /// Starts `/usr/sbin/mosquitto` with `settings` added to a loopback listener; `None` when
     /// Mosquitto is not installed outside CI.
     pub fn start(settings: &str) -> Option<OwnMosquitto> {
-        let binary = PathBuf::from("/usr/sbin/mosquitto");
-        if !binary.exists() {
-            assert!(
-                !servers_required(),
-                "Mosquitto is not installed (scripts/install-servers mosquitto)"
-            );
-            eprintln!("skipped: Mosquitto is not installed");
+        if !mosquitto_installed() {
             return None;
         }
         let port = common::testing::free_port();
+        let config = format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n{settings}\n"
+        );
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("mosquitto.conf");
-        std::fs::write(
+        Some(OwnMosquitto::launch(
             &config,
-            format!(
-                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n{settings}\n"
-            ),
-        )
-        .unwrap();
+            ("127.0.0.1", port),
+            "mqtt",
+            dir,
+        ))
+    }
+
+    /// Starts `/usr/sbin/mosquitto` with `config` (whole), whose first listener is on `at`
+    /// (`scheme://HOST:PORT` is its URL), in `dir`.
+    pub fn launch(
+        config: &str,
+        (host, port): (&str, u16),
+        scheme: &str,
+        dir: tempfile::TempDir,
+    ) -> OwnMosquitto {
+        let binary = PathBuf::from("/usr/sbin/mosquitto");
+        let path = dir.path().join("mosquitto.conf");
+        std::fs::write(&path, config).unwrap();
         let child = Command::new(binary)
             .arg("-c")
-            .arg(&config)
+            .arg(&path)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("mosquitto starts");
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect((host, port)).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "mosquitto did not listen on {port}"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(OwnMosquitto {
+        OwnMosquitto {
             child,
-            url: format!("mqtt://127.0.0.1:{port}"),
+            url: format!("{scheme}://{host}:{port}"),
             _dir: dir,
-        })
+        }
     }
 
     pub fn pid(&self) -> u32 {
