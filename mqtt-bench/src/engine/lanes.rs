@@ -96,9 +96,15 @@ mod tests {
         let opened = Instant::now();
         lanes
             .spawn(0, async {
-                let until = Instant::now() + Duration::from_millis(60);
-                while Instant::now() < until {
-                    std::hint::spin_loop();
+                // Spins for 20 ms of its own CPU time, not of wall time: on a loaded machine a
+                // spin bounded by the clock on the wall may get only a few ms of CPU.
+                let clock = common::cputime::ThreadClock::current().expect("schedstat");
+                let start = clock.running_ns();
+                let give_up = Instant::now() + Duration::from_secs(5);
+                while clock.running_ns() - start < 20_000_000 && Instant::now() < give_up {
+                    for _ in 0..10_000 {
+                        std::hint::spin_loop();
+                    }
                 }
             })
             .await
