@@ -444,10 +444,10 @@ pub fn notes(opts: &AppOpts, report: &Report, cells: &Cells) -> Vec<String> {
             .and_then(serde_json::Value::as_f64)
         {
             notes.push(format!(
-                "{} · {}: the client's own CPU time was {:.0}% of the inserts' wall time{}.",
+                "{} · {}: the client's own CPU time was {} of the inserts' wall time{}.",
                 cell.system,
                 cell.workload,
-                share * 100.0,
+                percent(share),
                 if report
                     .systems
                     .iter()
@@ -508,11 +508,27 @@ fn memory_note(report: &Report) -> Option<String> {
     ))
 }
 
+/// A share as a percentage, with one decimal below 10% (a client at 0.4% is not at "0%").
+fn percent(share: f64) -> String {
+    let percent = share * 100.0;
+    if percent < 10.0 {
+        format!("{percent:.1}%")
+    } else {
+        format!("{percent:.0}%")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use common::environment::Environment;
     use common::results::{Percentiles, SystemInfo, Throughput};
+
+    #[test]
+    fn a_small_share_keeps_a_decimal() {
+        assert_eq!(percent(0.0044), "0.4%");
+        assert_eq!(percent(0.39), "39%");
+    }
 
     fn read(system: &str, scenario: &str, p50_ms: f64, rounds_ms: &[f64]) -> Cell {
         let mut cell = Cell::new(scenario, system, "iteration", 1, rounds_ms.len() as u32);
