@@ -162,7 +162,7 @@ impl ElasticTarget {
             url: spec.url_redacted(),
             message: common::redact::redact_text(&message),
         };
-        let settings = TlsSettings::from_url(&spec.url, reach.insecure_skip_verify)?;
+        let settings = reach.tls(spec)?;
         let base = bare_url(&spec.url).map_err(url_error)?;
         let authorization = authorization(spec, reach).map_err(url_error)?;
         let tls = probe(&settings, &spec.url).await?;
