@@ -1,14 +1,15 @@
 //! What a target needs besides its URL to reach its system (the results folder, the run's
-//! secrets, `--insecure-skip-verify`), and what its connections use for TLS. Every tool's
-//! targets take these two types.
+//! secrets, `--insecure-skip-verify`), and what its connections use for TLS (probed once in
+//! the connect phase). Every tool's targets take these two types.
 
 use std::path::{Path, PathBuf};
 
 use crate::credentials::Secrets;
 use crate::options::{CommonOpts, TargetSpec};
+use crate::results::SystemInfo;
 use crate::run::Lifecycle;
 use crate::target::TargetError;
-use crate::tls::{Negotiated, TlsSettings};
+use crate::tls::{Endpoint, HANDSHAKE_TIMEOUT, Negotiated, Prelude, TlsSettings, probe};
 
 /// What a target needs besides its URL to reach its system: the results folder (embedded
 /// databases, stores and indexes live there), the run's secrets (`--password-file`,
@@ -58,4 +59,35 @@ impl Reach {
 pub struct TlsState {
     pub settings: TlsSettings,
     pub negotiated: Option<Negotiated>,
+}
+
+impl TlsState {
+    /// Writes what `info`'s system negotiated (version, cipher, verification) into its
+    /// verified settings.
+    pub fn record(&self, info: &mut SystemInfo) {
+        crate::tls::record(info, &self.settings, self.negotiated.as_ref());
+    }
+
+    /// What a direct-TLS connection to `url` (at `default_port` when it names none)
+    /// negotiates under `settings`, probed once in the connect phase; plaintext when
+    /// `settings` asks for no TLS. A failed handshake is one line.
+    pub async fn probe(
+        settings: TlsSettings,
+        url: &str,
+        default_port: Option<u16>,
+    ) -> Result<TlsState, TargetError> {
+        if !settings.uses_tls() {
+            return Ok(TlsState {
+                settings,
+                negotiated: None,
+            });
+        }
+        let endpoint = Endpoint::from_url(url, default_port)?;
+        let config = settings.client_config()?;
+        let negotiated = probe(&endpoint, Prelude::Direct, config, HANDSHAKE_TIMEOUT).await?;
+        Ok(TlsState {
+            settings,
+            negotiated: Some(negotiated),
+        })
+    }
 }
