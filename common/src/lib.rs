@@ -25,6 +25,7 @@ pub mod postgres;
 pub mod procstat;
 pub mod progress;
 pub mod protocol;
+pub mod reach;
 pub mod recorder;
 pub mod redact;
 pub mod report;

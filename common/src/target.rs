@@ -3,6 +3,7 @@
 //! how a session error reaches a worker. A target on another host is never refused for it.
 
 use std::net::IpAddr;
+use std::path::Path;
 
 use crate::driver::OpError;
 use crate::options::TargetSpec;
@@ -39,6 +40,28 @@ impl TargetError {
             url: spec.url_redacted(),
             message: format!("unknown scheme `{}`; use {choices}", spec.scheme()),
         }
+    }
+}
+
+/// What a report first says of a system its target described: `name`, the kind and version
+/// the system reported, its redacted URL, where it keeps its data (when this machine can see
+/// it) and where it runs. The tool adds its settings, labels and notes.
+pub fn described_system(
+    name: String,
+    kind: &str,
+    url_redacted: &str,
+    version: &str,
+    data_dir: Option<&Path>,
+    location: Location,
+) -> SystemInfo {
+    SystemInfo {
+        name,
+        kind: kind.to_owned(),
+        url_redacted: url_redacted.to_owned(),
+        version: version.to_owned(),
+        data_dir: data_dir.map(|d| d.display().to_string()),
+        location,
+        ..SystemInfo::default()
     }
 }
 

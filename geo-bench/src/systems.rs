@@ -8,6 +8,7 @@ use anyhow::bail;
 use common::options::TargetSpec;
 use common::progress::Progress;
 use common::results::SystemInfo;
+use common::target::described_system;
 
 use crate::oracle::Oracle;
 use crate::plan::Plan;
@@ -53,23 +54,25 @@ pub async fn connect_all(
         target.identity_mut().name.clone_from(&name);
         let mut verified = d.settings.clone();
         verified.insert("durability".into(), d.durability.clone());
+        let url_redacted = &target.identity().url_redacted;
         let mut info = SystemInfo {
-            name,
-            kind: d.kind.clone(),
-            url_redacted: target.identity().url_redacted.clone(),
-            version: d.version.clone(),
             verified,
             labels: vec![if d.durable {
                 "durable".into()
             } else {
                 "not durable".into()
             }],
-            data_dir: d.data_dir.as_ref().map(|p| p.display().to_string()),
-            location: d.location,
-            ..SystemInfo::default()
+            ..described_system(
+                name,
+                &d.kind,
+                url_redacted,
+                &d.version,
+                d.data_dir.as_deref(),
+                d.location,
+            )
         };
         if let Some(tls) = target.tls() {
-            common::tls::record(&mut info, &tls.settings, tls.negotiated.as_ref());
+            tls.record(&mut info);
         }
         // What it reports over its protocol is read wherever it runs; its files only here.
         common::target::note_remote(&mut info, &[common::target::FromAfar::ConfigFile]);

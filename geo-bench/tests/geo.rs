@@ -5,6 +5,7 @@ mod support;
 
 use common::exit::Exit;
 use common::results::{Cell, Report, Status};
+use common::testing::{assert_all_ok, system_names};
 use support::*;
 
 fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
@@ -30,8 +31,7 @@ fn the_embedded_default_measures_the_curve_and_the_query_table() {
     let out = dir.path().join("run");
     let summary = run(&args(&out, &[])).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
-    assert_matches_schema(&out);
+    assert_all_ok(&summary, &out);
     let workloads: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
         workloads,
@@ -176,7 +176,7 @@ fn every_target_agrees_with_the_oracle_and_is_measured_in_one_round() {
             .filter(|c| c.status != Status::Ok)
             .collect::<Vec<_>>()
     );
-    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    let names = system_names(report);
     assert_eq!(
         names,
         [

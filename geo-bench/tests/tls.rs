@@ -11,7 +11,10 @@ mod support;
 use std::process::Command;
 
 use common::exit::Exit;
-use common::testing::{assert_no_secret, with_param};
+use common::testing::{
+    assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
+    with_param, without_tls,
+};
 use support::*;
 
 const SECRET: &str = "zq-leak-check-geo-3a8f";
@@ -81,11 +84,7 @@ fn postgis_over_tls_is_verified_recorded_and_its_password_never_written() {
         .env("FAIRBENCH_PASSWORD_GEO", SECRET)
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    assert_exited_ok(&ran);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     let json = read_json(&out);
     let verified = &json["systems"][0]["verified"];
@@ -166,20 +165,13 @@ fn libpq_defaults_apply_to_postgis_urls_and_insecure_skip_verify_labels_every_ce
         &["--target", &wrong, "--insecure-skip-verify"],
     ))
     .unwrap();
-    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
-    assert_matches_schema(&insecure);
+    assert_all_ok(&summary, &insecure);
     let system = &summary.report.systems[0];
     assert_eq!(
         system.verified["tls_verification"],
         "none (--insecure-skip-verify)"
     );
-    assert!(!summary.report.cells.is_empty());
-    for cell in &summary.report.cells {
-        assert!(
-            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
-            "{cell:?}"
-        );
-    }
+    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
 }
 
 #[test]
@@ -191,8 +183,7 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let full = dir.path().join("full");
     let summary = run(&small_args(&full, &["--target", &format!("rtls={url}")])).unwrap();
-    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
-    assert_matches_schema(&full);
+    assert_all_ok(&summary, &full);
     let verified = &summary.report.systems[0].verified;
     assert!(
         verified["tls_version"].starts_with("TLSv1."),
@@ -202,15 +193,8 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
     assert_eq!(verified["tls_verification"], "verify-full");
 
     let out = dir.path().join("refused");
-    let refused = |target: &str| {
-        let error = match run(&small_args(&out, &["--target", target])) {
-            Ok(_) => panic!("measured, not refused"),
-            Err(e) => e.to_string(),
-        };
-        assert!(!error.contains('\n'), "one line: {error}");
-        assert!(!out.exists(), "nothing made");
-        error
-    };
+    let refused =
+        |target: &str| assert_refused(run(&small_args(&out, &["--target", target])), &out);
     let wrong = with_param(&url, "cacert", &wrong_ca());
     let error = refused(&wrong);
     assert!(
@@ -218,12 +202,7 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
             && error.contains("not signed by a trusted CA"),
         "{error}"
     );
-    let plaintext = url
-        .replacen("rediss://", "redis://", 1)
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned();
+    let plaintext = without_tls(&url, "rediss://", "redis://");
     let error = refused(&plaintext);
     assert!(error.contains("use rediss://"), "{error}");
     let error = refused(&with_param(&plaintext, "cacert", &wrong_ca()));
@@ -241,10 +220,5 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
         system.verified["tls_verification"],
         "none (--insecure-skip-verify)"
     );
-    for cell in &summary.report.cells {
-        assert!(
-            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
-            "{cell:?}"
-        );
-    }
+    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
 }

@@ -8,7 +8,7 @@ use common::results::{Location, Status, SystemInfo};
 use crate::opts::Opts;
 use crate::session::SearchWorkers;
 use crate::targets::{self, Description, IndexSpec, Reach, Target};
-use common::target::{FromAfar, note_remote};
+use common::target::{FromAfar, described_system, note_remote};
 
 /// One engine as the run sees it.
 pub struct System {
@@ -41,23 +41,17 @@ pub async fn connect_all(
     for spec in specs {
         let mut target = targets::open(spec, &index, reach).await?;
         let description = target.describe().await?;
-        let mut info = SystemInfo {
-            name: spec
-                .name
-                .clone()
-                .unwrap_or_else(|| description.kind.clone()),
-            kind: description.kind.clone(),
-            url_redacted: target.identity().url_redacted.clone(),
-            version: description.version.clone(),
-            data_dir: description
-                .data_dir
-                .as_ref()
-                .map(|d| d.display().to_string()),
-            location: description.location,
-            ..SystemInfo::default()
-        };
+        let name = spec.name.clone();
+        let mut info = described_system(
+            name.unwrap_or_else(|| description.kind.clone()),
+            &description.kind,
+            &target.identity().url_redacted,
+            &description.version,
+            description.data_dir.as_deref(),
+            description.location,
+        );
         if let Some(tls) = &description.tls {
-            common::tls::record(&mut info, &tls.settings, tls.negotiated.as_ref());
+            tls.record(&mut info);
         }
         // The server's CPU and RSS are read from /proc only when it runs here.
         note_remote(&mut info, &[FromAfar::ServerUsage]);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::exit::Exit;
 use common::results::{Location, Status};
+use common::testing::{assert_all_ok, system_names};
 use support::*;
 
 const QUERY_WORKLOADS: [&str; 4] = ["match ", "match_phrase", "bool", "terms agg"];
@@ -19,8 +20,7 @@ fn the_embedded_default_verifies_and_measures_every_workload() {
     let out = dir.path().join("run");
     let summary = run(&args(&out, &["--docs", "2000"])).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
-    assert_matches_schema(&out);
+    assert_all_ok(&summary, &out);
     assert_eq!(report.systems.len(), 1);
     let tantivy = &report.systems[0];
     assert_eq!(tantivy.name, "tantivy");
@@ -88,11 +88,9 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
-    assert_matches_schema(dir.path());
-    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    assert_all_ok(&summary, dir.path());
     assert_eq!(
-        names,
+        system_names(report),
         ["opensearch", "tantivy"],
         "named after what they report"
     );

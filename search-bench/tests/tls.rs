@@ -9,8 +9,10 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use common::exit::Exit;
-use common::testing::{assert_no_secret, with_param};
+use common::testing::{
+    assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
+    with_param, without_tls,
+};
 use support::*;
 
 fn tls_url() -> Option<String> {
@@ -46,11 +48,7 @@ fn run_with_secret(
         .env(variable, secret)
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    assert_exited_ok(&ran);
     assert_no_secret(out, &ran.stdout, &ran.stderr, secret);
     if let Some(encoded) = encoded {
         assert_no_secret(out, &ran.stdout, &ran.stderr, encoded);
@@ -100,27 +98,15 @@ fn a_wrong_ca_or_plaintext_is_one_line_and_insecure_skip_verify_labels_the_cells
     let wrong = with_param(&url, "cacert", &wrong_ca);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("refused");
-    let refused = |target: &str| {
-        let error = match run(&small_args(&out, &["--target", target])) {
-            Ok(_) => panic!("measured, not refused"),
-            Err(e) => e.to_string(),
-        };
-        assert!(!error.contains('\n'), "{error}");
-        assert!(!out.exists(), "nothing made");
-        error
-    };
+    let refused =
+        |target: &str| assert_refused(run(&small_args(&out, &["--target", target])), &out);
     let error = refused(&wrong);
     assert!(
         error.contains("the certificate of 127.0.0.1 did not verify")
             && error.contains("not signed by a trusted CA"),
         "{error}"
     );
-    let plaintext = url
-        .replacen("https://", "http://", 1)
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned();
+    let plaintext = without_tls(&url, "https://", "http://");
     let error = refused(&plaintext);
     assert!(error.contains("use https://"), "{error}");
     // Bad TLS or credential input, refused before anything is sent.
@@ -157,17 +143,11 @@ fn a_wrong_ca_or_plaintext_is_one_line_and_insecure_skip_verify_labels_the_cells
         &["--target", &wrong, "--insecure-skip-verify"],
     ))
     .unwrap();
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
-    assert_matches_schema(&insecure);
+    assert_all_ok(&summary, &insecure);
     let verified = &summary.report.systems[0].verified;
     assert_eq!(
         verified["tls_verification"],
         "none (--insecure-skip-verify)"
     );
-    for cell in &summary.report.cells {
-        assert!(
-            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
-            "{cell:?}"
-        );
-    }
+    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
 }

@@ -5,7 +5,7 @@
 use anyhow::bail;
 use common::options::{CommonOpts, TargetSpec};
 use common::results::{Location, SystemInfo};
-use common::target::FromAfar;
+use common::target::{FromAfar, described_system};
 
 use crate::durability::{Check, Durability};
 use crate::targets::{self, Reach, Target};
@@ -47,24 +47,21 @@ pub async fn connect_all(
         let mut system = Connected {
             target,
             info: SystemInfo {
-                name: identity.name.clone(),
-                kind: description.kind.clone(),
-                url_redacted: identity.url_redacted.clone(),
-                version: description.version.clone(),
                 verified: description.settings.clone(),
-                labels: Vec::new(),
-                data_dir: description
-                    .data_dir
-                    .as_ref()
-                    .map(|d| d.display().to_string()),
-                location: description.location,
-                ..SystemInfo::default()
+                ..described_system(
+                    identity.name.clone(),
+                    &description.kind,
+                    &identity.url_redacted,
+                    &description.version,
+                    description.data_dir.as_deref(),
+                    description.location,
+                )
             },
             refused: None,
             settings_checks: description.settings_checks.clone(),
         };
         if let Some(tls) = system.target.tls() {
-            common::tls::record(&mut system.info, &tls.settings, tls.negotiated.as_ref());
+            tls.record(&mut system.info);
         }
         // What it reports over its protocol is read wherever it runs; its files only here.
         common::target::note_remote(&mut system.info, &[FromAfar::ConfigFile]);

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::results::{Location, Report, Status};
+use common::testing::assert_all_ok;
 use support::*;
 
 /// Small but shaped like the seed: enough rows for every scenario to return something, and
@@ -51,8 +52,7 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = app(&out, &[]).unwrap();
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
-    assert_matches_schema(&out);
+    assert_all_ok(&summary, &out);
     let report = &summary.report;
     let scenarios: Vec<&str> = report.cells.iter().map(|c| c.workload.as_str()).collect();
     assert_eq!(
@@ -143,8 +143,7 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
     )
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
-    assert_matches_schema(dir.path());
+    assert_all_ok(&summary, dir.path());
     for system in &report.systems[..2] {
         assert_eq!(system.location, Location::Local, "{}", system.name);
         assert!(system.durable_write_floor_ns.is_some(), "{}", system.name);

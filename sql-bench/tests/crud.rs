@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::results::{Location, Report, Status};
+use common::testing::{assert_all_ok, system_names};
 use support::*;
 
 fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a common::results::Cell {
@@ -95,11 +96,9 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
     ))
     .unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", report.cells);
-    assert_matches_schema(dir.path());
-    let names: Vec<&str> = report.systems.iter().map(|s| s.name.as_str()).collect();
+    assert_all_ok(&summary, dir.path());
     assert_eq!(
-        names,
+        system_names(report),
         ["postgres", "mariadb", "sqlite"],
         "unnamed systems are named after their engine"
     );

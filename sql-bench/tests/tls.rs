@@ -10,7 +10,10 @@ use std::path::Path;
 use std::process::Command;
 
 use common::results::Report;
-use common::testing::{assert_no_secret, with_param};
+use common::testing::{
+    assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
+    with_param,
+};
 use sql_bench::Summary;
 use support::*;
 
@@ -32,13 +35,7 @@ fn read_run(out: &Path, target: &str, extra: &[&str]) -> anyhow::Result<Summary>
 
 /// A refusal: one line, and no results folder.
 fn refused(out: &Path, target: &str, extra: &[&str]) -> String {
-    let error = match read_run(out, target, extra) {
-        Ok(_) => panic!("{target} was measured, not refused"),
-        Err(e) => e.to_string(),
-    };
-    assert!(!error.contains('\n'), "one line: {error}");
-    assert!(!out.exists(), "nothing made for a refused run");
-    error
+    assert_refused(read_run(out, target, extra), out)
 }
 
 fn system_tls(report: &Report) -> (&str, &str, &str) {
@@ -59,8 +56,7 @@ fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("full");
     let summary = read_run(&out, &format!("pg={url}"), &[]).unwrap();
-    assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
-    assert_matches_schema(&out);
+    assert_all_ok(&summary, &out);
     let (version, cipher, verification) = system_tls(&summary.report);
     assert!(version.starts_with("TLSv1."), "{version}");
     assert!(cipher.starts_with("TLS_"), "{cipher}");
@@ -76,12 +72,7 @@ fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
     assert_eq!(summary.exit, Exit::AllOk);
     let (_, _, verification) = system_tls(&summary.report);
     assert_eq!(verification, "none (--insecure-skip-verify)");
-    for cell in &summary.report.cells {
-        assert!(
-            cell.labels.iter().any(|l| l == "insecure-skip-verify"),
-            "{cell:?}"
-        );
-    }
+    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
 }
 
 #[test]
@@ -201,11 +192,7 @@ fn a_password_from_a_variable_never_reaches_any_output() {
         .env("FAIRBENCH_PASSWORD_PG", secret)
         .output()
         .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    assert_exited_ok(&ran);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, secret);
     // A wrong password is refused in words that do not repeat it either.
     let failed = dir.path().join("failed");

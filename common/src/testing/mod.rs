@@ -1,7 +1,8 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
 //! environment the test command set up, a lock so one test at a time uses the servers, running
 //! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
-//! the check that no secret reached anything a run wrote, the check of a tool's `compare` and
+//! the check that no secret reached anything a run wrote, what a test asserts of a run's
+//! outcome (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and
 //! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
 //! real browser; network namespaces for tests of several workers ([`netns`]).
 
@@ -9,11 +10,17 @@
 mod browser;
 pub mod netns;
 mod order;
+mod outcome;
 pub mod tooling;
 
 #[cfg(any(test, feature = "browser"))]
 pub use browser::{assert_html_renders, check_page, chromium};
 pub use order::assert_systems_alternate;
+#[cfg(feature = "schema")]
+pub use outcome::assert_all_ok;
+pub use outcome::{
+    assert_every_cell_labelled, assert_exited_ok, assert_refused, system_names, without_tls,
+};
 
 use std::future::Future;
 use std::path::Path;

@@ -10,41 +10,11 @@ pub mod sqlite;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use common::credentials::Secrets;
-use common::options::{CommonOpts, TargetSpec};
+use common::options::TargetSpec;
 use common::pool::BoxFuture;
+pub use common::reach::{Reach, TlsState};
 use common::results::Location;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
-use common::tls::{Negotiated, TlsSettings};
-
-/// What a target needs besides its URL to reach its system: the results folder (embedded
-/// stores live there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`) and
-/// `--insecure-skip-verify`.
-#[derive(Debug, Clone, Default)]
-pub struct Reach {
-    pub results_dir: PathBuf,
-    pub secrets: Secrets,
-    pub insecure_skip_verify: bool,
-}
-
-impl Reach {
-    /// What `lifecycle` read and `common` asked for.
-    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
-        Reach {
-            results_dir: lifecycle.results_path().to_owned(),
-            secrets: lifecycle.secrets().clone(),
-            insecure_skip_verify: common.insecure_skip_verify,
-        }
-    }
-}
-
-/// What a system's connections use for TLS: the settings, and what the connect-phase
-/// connection negotiated (`None` = plaintext).
-#[derive(Debug, Clone)]
-pub struct TlsState {
-    pub settings: TlsSettings,
-    pub negotiated: Option<Negotiated>,
-}
 
 use crate::events::Event;
 use crate::session::GeoWorkers;

@@ -18,7 +18,7 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use geo::{Contains, Point};
 
-use common::tls::{Endpoint, Negotiated, TlsSettings};
+use common::tls::{Endpoint, Negotiated};
 
 use super::{
     Description, Identity, Reach, Target, TargetError, TlsState, is_local_host, location_of_host,
@@ -357,8 +357,8 @@ pub struct RedisTarget {
 
 impl RedisTarget {
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        let settings = TlsSettings::from_url(&spec.url, reach.insecure_skip_verify)?;
-        let url = reach.secrets.url_with_password(spec);
+        let settings = reach.tls(spec)?;
+        let url = reach.url(spec);
         let mut address = parse_url(&url).map_err(|message| TargetError::Url {
             url: spec.url_redacted(),
             message,

@@ -10,45 +10,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use common::credentials::Secrets;
-use common::options::{CommonOpts, TargetSpec};
+use common::options::TargetSpec;
 use common::pool::BoxFuture;
+pub use common::reach::{Reach, TlsState};
 use common::results::Location;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
-use common::tls::{Negotiated, TlsSettings};
 
 use crate::answer::Answer;
 use crate::queries::{Query, QuerySet};
 use crate::session::{IngestWorkers, SearchWorkers};
-
-/// What an engine needs besides its URL to reach its server: the results folder (an embedded
-/// index lives there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`,
-/// `FAIRBENCH_API_KEY_<NAME>`) and `--insecure-skip-verify`.
-#[derive(Debug, Clone, Default)]
-pub struct Reach {
-    pub results_dir: PathBuf,
-    pub secrets: Secrets,
-    pub insecure_skip_verify: bool,
-}
-
-impl Reach {
-    /// What `lifecycle` read and `common` asked for.
-    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
-        Reach {
-            results_dir: lifecycle.results_path().to_owned(),
-            secrets: lifecycle.secrets().clone(),
-            insecure_skip_verify: common.insecure_skip_verify,
-        }
-    }
-}
-
-/// What a server's connections use for TLS: the settings, and what the connect-phase probe
-/// negotiated (`None` = plaintext).
-#[derive(Debug, Clone)]
-pub struct TlsState {
-    pub settings: TlsSettings,
-    pub negotiated: Option<Negotiated>,
-}
 
 /// What an engine reported about itself.
 #[derive(Debug, Clone, Default)]

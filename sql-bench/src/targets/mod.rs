@@ -14,13 +14,11 @@ pub mod ycsb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use common::credentials::Secrets;
-use common::options::{CommonOpts, TargetSpec};
+use common::options::TargetSpec;
 use common::pool::BoxFuture;
+pub use common::reach::{Reach, TlsState};
 use common::results::Location;
-use common::run::Lifecycle;
 pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
-use common::tls::{Negotiated, TlsSettings};
 
 use crate::durability::{Check, Durability};
 use crate::query::{Collection, CollectionState, DocSession};
@@ -45,56 +43,6 @@ pub struct Description {
     /// For an engine whose cluster it can read ([`Target::read_cluster`]): every check of its
     /// own settings against the durability asked for (`mismatches` holds the failed ones).
     pub settings_checks: Option<Vec<Check>>,
-}
-
-/// What a target needs besides its URL to reach its system: the results folder (embedded
-/// databases live there), the run's secrets (`--password-file`, `FAIRBENCH_PASSWORD_<NAME>`)
-/// and `--insecure-skip-verify`.
-#[derive(Debug, Clone, Default)]
-pub struct Reach {
-    pub results_dir: PathBuf,
-    pub secrets: Secrets,
-    pub insecure_skip_verify: bool,
-}
-
-impl Reach {
-    /// What `lifecycle` read and `common` asked for.
-    pub fn of(lifecycle: &Lifecycle, common: &CommonOpts) -> Reach {
-        Reach {
-            results_dir: lifecycle.results_path().to_owned(),
-            secrets: lifecycle.secrets().clone(),
-            insecure_skip_verify: common.insecure_skip_verify,
-        }
-    }
-
-    /// For a target opened outside a run (examples, tests): embedded databases in `dir`, no
-    /// secrets beyond the URL's, certificates verified.
-    pub fn local(dir: &std::path::Path) -> Reach {
-        Reach {
-            results_dir: dir.to_owned(),
-            ..Reach::default()
-        }
-    }
-
-    /// `spec`'s URL with the password its file or variable holds (the URL's own wins). It
-    /// holds the secret: hand it to the client, never print it.
-    pub fn url(&self, spec: &TargetSpec) -> String {
-        self.secrets.url_with_password(spec)
-    }
-
-    /// `spec`'s TLS settings; bad ones (an unknown mode, a CA file that is missing or not PEM)
-    /// fail here in one line.
-    pub fn tls(&self, spec: &TargetSpec) -> Result<TlsSettings, TargetError> {
-        Ok(TlsSettings::from_url(&spec.url, self.insecure_skip_verify)?)
-    }
-}
-
-/// What a system's connections use for TLS: the settings, and what the connect-phase
-/// connection negotiated (`None` = plaintext).
-#[derive(Debug, Clone)]
-pub struct TlsState {
-    pub settings: TlsSettings,
-    pub negotiated: Option<Negotiated>,
 }
 
 /// A two-column key/value table (`k BIGINT PRIMARY KEY, v VARCHAR(value_len)`), by logical name;

@@ -9,7 +9,7 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
-use common::tls::{Endpoint, Prelude, TlsSettings, Verify};
+use common::tls::{TlsSettings, Verify};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{Error as MongoError, ErrorKind};
 use mongodb::options::{
@@ -103,7 +103,8 @@ impl MongoTarget {
         let mut options = ClientOptions::parse(&url)
             .await
             .map_err(|e| url_error(common::redact::redact_text(&e.to_string())))?;
-        let tls = tls_state(settings, &spec.url).await?;
+        // Direct TLS, as the driver connects.
+        let tls = TlsState::probe(settings, &spec.url, Some(27017)).await?;
         options.tls = tls_options(&tls.settings)?;
         options.app_name = Some("fairbench".into());
         options.connect_timeout = Some(CONNECT_TIMEOUT);
@@ -235,28 +236,6 @@ fn connect_error(identity: &Identity, e: &MongoError) -> TargetError {
         ""
     };
     identity.connect_error(format!("{text}{hint}"))
-}
-
-/// What the connect-phase probe negotiated (direct TLS, as the driver connects).
-async fn tls_state(settings: TlsSettings, url: &str) -> Result<TlsState, TargetError> {
-    if !settings.uses_tls() {
-        return Ok(TlsState {
-            settings,
-            negotiated: None,
-        });
-    }
-    let endpoint = Endpoint::from_url(url, Some(27017))?;
-    let negotiated = common::tls::probe(
-        &endpoint,
-        Prelude::Direct,
-        settings.client_config()?,
-        common::tls::HANDSHAKE_TIMEOUT,
-    )
-    .await?;
-    Ok(TlsState {
-        settings,
-        negotiated: Some(negotiated),
-    })
 }
 
 /// The driver's TLS options for `settings`: its rustls checks the chain and the name, or

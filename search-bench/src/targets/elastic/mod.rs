@@ -20,7 +20,7 @@ use common::lanes::Lanes;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::tls::rustls::ClientConfig;
-use common::tls::{Endpoint, Prelude, TlsSettings};
+
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::{Client, Method, StatusCode, Url};
 use serde_json::{Value, json};
@@ -130,28 +130,6 @@ fn bare_url(url: &str) -> Result<Url, String> {
     Ok(base)
 }
 
-/// The connect-phase probe of an https server: what it negotiates, or one line why not.
-async fn probe(settings: &TlsSettings, url: &str) -> Result<TlsState, TargetError> {
-    if !settings.uses_tls() {
-        return Ok(TlsState {
-            settings: settings.clone(),
-            negotiated: None,
-        });
-    }
-    let endpoint = Endpoint::from_url(url, None)?;
-    let negotiated = common::tls::probe(
-        &endpoint,
-        Prelude::Direct,
-        settings.client_config()?,
-        common::tls::HANDSHAKE_TIMEOUT,
-    )
-    .await?;
-    Ok(TlsState {
-        settings: settings.clone(),
-        negotiated: Some(negotiated),
-    })
-}
-
 impl ElasticTarget {
     pub async fn open(
         spec: &TargetSpec,
@@ -162,10 +140,10 @@ impl ElasticTarget {
             url: spec.url_redacted(),
             message: common::redact::redact_text(&message),
         };
-        let settings = TlsSettings::from_url(&spec.url, reach.insecure_skip_verify)?;
+        let settings = reach.tls(spec)?;
         let base = bare_url(&spec.url).map_err(url_error)?;
         let authorization = authorization(spec, reach).map_err(url_error)?;
-        let tls = probe(&settings, &spec.url).await?;
+        let tls = TlsState::probe(settings.clone(), &spec.url, None).await?;
         let access = Access {
             tls: match settings.uses_tls() {
                 true => Some(settings.client_config()?),

@@ -1,0 +1,61 @@
+//! What a server test asserts of a run's outcome: a run that measured every cell (and wrote
+//! results that match the schema), a run refused in one line before anything was made, the
+//! label every cell of a run carries, and a child process that exited 0.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::results::Report;
+
+/// Fails the test unless the run measured every cell (exit 0; the cells are shown
+/// otherwise) and `dir`'s `results.json` validates against the schema.
+#[cfg(feature = "schema")]
+pub fn assert_all_ok(summary: &crate::run::Summary, dir: &Path) {
+    assert_eq!(
+        summary.exit,
+        crate::exit::Exit::AllOk,
+        "{:#?}",
+        summary.report.cells
+    );
+    super::assert_matches_schema(dir);
+}
+
+/// The names of `report`'s systems, in its order.
+pub fn system_names(report: &Report) -> Vec<&str> {
+    report.systems.iter().map(|s| s.name.as_str()).collect()
+}
+
+/// The error of a run that must be refused: it is one line, and `out` was not made.
+pub fn assert_refused<T>(ran: anyhow::Result<T>, out: &Path) -> String {
+    let error = match ran {
+        Ok(_) => panic!("measured, not refused"),
+        Err(e) => e.to_string(),
+    };
+    assert!(!error.contains('\n'), "one line: {error}");
+    assert!(!out.exists(), "nothing made for a refused run");
+    error
+}
+
+/// Fails the test unless `report` has cells and every one carries `label`.
+pub fn assert_every_cell_labelled(report: &Report, label: &str) {
+    assert!(!report.cells.is_empty(), "no cell measured");
+    for cell in &report.cells {
+        assert!(cell.labels.iter().any(|l| l == label), "{cell:?}");
+    }
+}
+
+/// `url` with the scheme `tls` replaced by `plain` and its query (the TLS parameters)
+/// dropped: the same server asked for without TLS.
+pub fn without_tls(url: &str, tls: &str, plain: &str) -> String {
+    let url = url.replacen(tls, plain, 1);
+    url.split('?').next().unwrap_or_default().to_owned()
+}
+
+/// Fails the test, showing the child's stderr, unless it exited 0.
+pub fn assert_exited_ok(ran: &Output) {
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}
