@@ -4,6 +4,7 @@
 use common::cli::{Invocation, exit, parse_invocation, run_tooling};
 
 fn main() -> std::process::ExitCode {
+    sql_bench::targets::mysql::bound_buffer_pool();
     let args = std::env::args_os();
     match parse_invocation(sql_bench::command(), args).unwrap_or_else(|e| e.exit()) {
         Invocation::Run(opts) => common::run::exit(sql_bench::run(opts)),

@@ -47,6 +47,21 @@ pub struct MysqlTarget {
     reach: Reach,
 }
 
+/// mysql_async keeps up to 128 I/O buffers of up to 4 MiB each for reuse
+/// (`MYSQL_ASYNC_BUFFER_POOL_CAP`, read once, from the environment only). The app's batches of
+/// 5,000 documents are 3 MB statements, and that pool held 214 MiB of the client's memory at
+/// 3.5 million rows, against 37 MiB for PostgreSQL; with 8 buffers the same 100,000-row run
+/// peaks at 49 MiB instead of 131 MiB, in the same time. A value the user set is kept. Call
+/// it before any other thread exists.
+#[allow(unsafe_code)]
+pub fn bound_buffer_pool() {
+    const CAP: &str = "MYSQL_ASYNC_BUFFER_POOL_CAP";
+    if std::env::var_os(CAP).is_none() {
+        // SAFETY: called first thing in `main`, while the process has one thread.
+        unsafe { std::env::set_var(CAP, "8") };
+    }
+}
+
 fn physical(name: &str) -> String {
     format!("{DATABASE}.{name}")
 }
