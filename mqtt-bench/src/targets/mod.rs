@@ -20,14 +20,14 @@ pub mod url;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::credentials::Secrets;
-use common::options::{CommonOpts, TargetSpec};
+use common::options::TargetSpec;
 use common::pool::BoxFuture;
 use common::procstat::{Probe, ServerPid};
+pub use common::reach::Reach;
 use common::results::{Location, SystemInfo};
 pub use common::target::TargetError;
 use common::target::{FromAfar, location_of_host};
-use common::tls::{Negotiated, TlsSettings};
+use common::tls::Negotiated;
 
 use crate::protocol::codec::{ConnAckInfo, Protocol};
 use crate::protocol::conn::{ConnError, Endpoint};
@@ -53,24 +53,6 @@ pub const DEFAULT_TARGET: &str = "embedded";
 /// The schemes `--broker` takes, for the error that names another.
 const SCHEMES: &str =
     "mqtt://HOST:PORT, mqtts://HOST[:PORT] for TLS (or `embedded` for the in-process broker)";
-
-/// What a broker needs besides its URL to be reached: the run's secrets (`--password-file`,
-/// `FAIRBENCH_PASSWORD_<NAME>`) and `--insecure-skip-verify`.
-#[derive(Debug, Clone, Default)]
-pub struct Reach {
-    pub secrets: Secrets,
-    pub insecure_skip_verify: bool,
-}
-
-impl Reach {
-    /// What `lifecycle` read and `common` asked for.
-    pub fn of(lifecycle: &common::run::Lifecycle, common: &CommonOpts) -> Reach {
-        Reach {
-            secrets: lifecycle.secrets().clone(),
-            insecure_skip_verify: common.insecure_skip_verify,
-        }
-    }
-}
 
 /// A broker's version and the settings read back from it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -206,9 +188,8 @@ async fn reach(
     client: &Client,
     access: &Reach,
 ) -> Result<Broker, TargetError> {
-    let tls_settings = TlsSettings::from_url(&spec.url, access.insecure_skip_verify)
-        .map_err(|e| TargetError::Other(e.to_string()))?;
-    let with_password = access.secrets.url_with_password(spec);
+    let tls_settings = access.tls(spec)?;
+    let with_password = access.url(spec);
     let url = BrokerUrl::parse(&common::tls::strip_params(&with_password)).map_err(|message| {
         TargetError::Url {
             url: spec.url_redacted(),
@@ -218,9 +199,7 @@ async fn reach(
     let tls = match url.tls {
         false => None,
         true => Some(TlsLink {
-            config: tls_settings
-                .client_config()
-                .map_err(|e| TargetError::Other(e.to_string()))?,
+            config: tls_settings.client_config()?,
             server: common::tls::Endpoint {
                 host: url.host.clone(),
                 port: url.port,
