@@ -27,21 +27,26 @@ pub struct Namespaces {
 impl Namespaces {
     /// Makes `count` namespaces (1 ≤ count ≤ 200) on a /24 of 10.219.0.0/16 no interface of
     /// the host uses yet. `None`, with the reason on stderr, when not root or when `ip` is
-    /// missing; panics when a step fails (what was made so far is removed first).
+    /// missing (a failure under the test command, which requires both); panics when a step
+    /// fails (what was made so far is removed first).
     pub fn create(count: usize) -> Option<Namespaces> {
         assert!(
             (1..=200).contains(&count),
             "1 to 200 namespaces, not {count}"
         );
-        if !is_root() {
-            eprintln!(
-                "skipped: the network-namespace test needs root (`ip netns add`); run it as root \
-                 (CI does) or read it as not run"
+        let missing = if !is_root() {
+            Some("root (`ip netns add`)")
+        } else if Command::new("ip").arg("-V").output().is_err() {
+            Some("`ip` (iproute2)")
+        } else {
+            None
+        };
+        if let Some(missing) = missing {
+            assert!(
+                !super::servers_required(),
+                "the network-namespace test needs {missing}, and the test command requires it"
             );
-            return None;
-        }
-        if Command::new("ip").arg("-V").output().is_err() {
-            eprintln!("skipped: the network-namespace test needs `ip` (iproute2)");
+            eprintln!("skipped: the network-namespace test needs {missing}; read it as not run");
             return None;
         }
         let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
