@@ -23,7 +23,11 @@ impl ToolReport for YcsbReport {
     fn markdown(&self, report: &Report) -> String {
         let mut tables = shared_tables(report);
         tables.extend(operation_tables(report));
-        markdown_frame(report, &tables, &answered_by_markdown(report))
+        markdown_frame(
+            report,
+            &tables,
+            &(answered_by_markdown(report) + &raced_delete_markdown(report)),
+        )
     }
 }
 
@@ -118,6 +122,32 @@ fn cell_rows(cell: &Cell) -> Vec<Vec<String>> {
             ]
         })
         .collect()
+}
+
+/// Operations whose record another connection deleted after they chose its key, in words.
+fn raced_delete_markdown(report: &Report) -> String {
+    let mut lines = Vec::new();
+    for cell in &report.cells {
+        let Some(Value::Object(operations)) = cell.extra.get("operations") else {
+            continue;
+        };
+        for (name, op) in operations {
+            if let Some(raced) = op.get("raced_delete").and_then(Value::as_u64) {
+                lines.push(format!(
+                    "- {} {} {}: {raced} of {} found their record deleted by another connection \
+                     after choosing its key (counted as done: the server's answer was right)",
+                    cell.workload,
+                    cell.system,
+                    name.replace('_', "-"),
+                    op["ok"]
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\n**Raced a delete**\n\n{}\n", lines.join("\n"))
 }
 
 /// The operations an engine answered another way than the workload says, in words.

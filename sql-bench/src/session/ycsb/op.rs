@@ -116,6 +116,10 @@ pub struct YcsbOp<S> {
     scan_zipfian: Option<Zipfian>,
     hottest: Option<u64>,
     key: String,
+    /// The number of the key in `self.key`.
+    keynum: u64,
+    /// The operation under way found its record deleted by another connection.
+    raced_delete: bool,
     insert_values: Vec<usize>,
     last: Kind,
     pub stats: OpStats,
@@ -157,6 +161,8 @@ impl<S> YcsbOp<S> {
                 .then(|| Zipfian::new(mix.scan.min, mix.scan.max)),
             hottest,
             key: String::with_capacity(32),
+            keynum: 0,
+            raced_delete: false,
             insert_values: Vec::with_capacity(mix.shape.fields),
             mix: mix.clone(),
             last: Kind::Read,
@@ -192,11 +198,15 @@ impl<S> YcsbOp<S> {
     fn choose_key(&mut self) -> Result<(), OpError> {
         for _ in 0..REDRAWS {
             let last = self.mix.keys.last();
+            // Uniform and hotspot keys range over the loaded count of records from the oldest
+            // still present: deletes slide the range up, so a mix whose inserts keep pace with
+            // its deletes keeps as many keys to draw from. Without deletes this is YCSB's range.
+            let oldest = self.mix.keys.deleted_below();
             let keynum = match &mut self.chooser {
-                Chooser::Uniform { upper } => uniform(&mut self.rng, 0, *upper),
+                Chooser::Uniform { upper } => oldest + uniform(&mut self.rng, 0, *upper),
                 Chooser::Zipfian(z) => z.next(&mut self.rng),
                 Chooser::Latest(l) => l.next(&mut self.rng, last),
-                Chooser::Hotspot(h) => h.next(&mut self.rng),
+                Chooser::Hotspot(h) => oldest + h.next(&mut self.rng),
             };
             if keynum > last || keynum < self.mix.keys.deleted_below() {
                 continue;
@@ -207,6 +217,7 @@ impl<S> YcsbOp<S> {
             keys.newest += u64::from(keynum == last);
             keys.inserted_by_run += u64::from(keynum >= self.mix.records);
             key_name(keynum, &mut self.key);
+            self.keynum = keynum;
             return Ok(());
         }
         Err(OpError::Failed(format!(
@@ -223,10 +234,12 @@ impl<S> YcsbOp<S> {
     fn next_step(&mut self) -> Result<Step, OpError> {
         let kind = self.next_kind();
         self.last = kind;
+        self.raced_delete = false;
         let step = match kind {
             Kind::Insert => {
                 let keynum = self.mix.keys.next_insert();
                 key_name(keynum, &mut self.key);
+                self.keynum = keynum;
                 self.insert_values.clear();
                 for _ in 0..self.mix.shape.fields {
                     let v = self.pick_value();
@@ -237,6 +250,7 @@ impl<S> YcsbOp<S> {
             Kind::Delete => match self.mix.keys.claim_delete() {
                 Some(keynum) => {
                     key_name(keynum, &mut self.key);
+                    self.keynum = keynum;
                     return Ok(Step::Delete);
                 }
                 None => {
@@ -286,21 +300,41 @@ impl<S> YcsbOp<S> {
         }
     }
 
-    fn check_found(&self, what: &str, got: Option<Fetched>) -> Result<(), OpError> {
+    /// Whether a delete claimed the chosen key after it was chosen (choosers redraw keys already
+    /// claimed, and deletes claim each key once, so no other absence is explained).
+    fn deleted_since_chosen(&self, kind: Kind) -> bool {
+        kind != Kind::Delete && self.keynum < self.mix.keys.deleted_below()
+    }
+
+    fn check_found(&mut self, what: &str, got: Option<Fetched>) -> Result<(), OpError> {
         match got {
             Some(got) => self.check_fetched(what, got, 1),
+            None if self.deleted_since_chosen(self.last) => {
+                self.raced_delete = true;
+                Ok(())
+            }
             None => Err(OpError::Failed(format!("{what} {}: not found", self.key))),
         }
     }
 
-    fn check_one_row(&self, what: &str, rows: u64) -> Result<(), OpError> {
+    fn check_one_row(&mut self, what: &str, rows: u64) -> Result<(), OpError> {
         if rows == 1 {
+            Ok(())
+        } else if rows == 0 && self.deleted_since_chosen(self.last) {
+            self.raced_delete = true;
             Ok(())
         } else {
             Err(OpError::Failed(format!(
                 "{what} {}: {rows} rows changed, not 1",
                 self.key
             )))
+        }
+    }
+
+    fn record_completed(&mut self, latency: Duration) {
+        self.stats.record_ok(self.last, latency);
+        if self.raced_delete {
+            self.stats.record_raced_delete(self.last);
         }
     }
 
@@ -363,7 +397,7 @@ impl<S: YcsbSession> Operation for YcsbOp<S> {
 
     #[inline]
     fn completed(&mut self, latency: Duration) {
-        self.stats.record_ok(self.last, latency);
+        self.record_completed(latency);
     }
 }
 
@@ -411,7 +445,7 @@ impl<S: BlockingYcsbSession> BlockingOperation for YcsbOp<S> {
 
     #[inline]
     fn completed(&mut self, latency: Duration) {
-        self.stats.record_ok(self.last, latency);
+        self.record_completed(latency);
     }
 }
 
@@ -479,6 +513,63 @@ mod tests {
             "the same worker draws the same keys on every system"
         );
         assert_ne!(keys(3), keys(4));
+    }
+
+    #[test]
+    fn a_record_deleted_by_another_connection_after_its_key_was_chosen_is_no_error() {
+        let m = mix([0.5, 0.5, 0.0, 0.0, 0.0, 0.0], Request::Uniform);
+        let mut op = YcsbOp::new(0, (), &m);
+        op.last = Kind::Read;
+        op.choose_key().unwrap();
+        let chosen = op.keynum;
+        assert!(
+            op.check_found("read", None).is_err(),
+            "absent with no delete claimed: an error"
+        );
+        assert!(op.check_one_row("update", 0).is_err());
+        assert!(!op.raced_delete);
+        while m.keys.deleted_below() <= chosen {
+            m.keys.claim_delete().unwrap();
+        }
+        op.check_found("read", None).unwrap();
+        assert!(op.raced_delete);
+        op.raced_delete = false;
+        op.last = Kind::Update;
+        op.check_one_row("update", 0).unwrap();
+        op.record_completed(Duration::from_micros(50));
+        assert_eq!(op.stats.kind(Kind::Update).raced_delete, 1);
+        assert_eq!(op.stats.kind(Kind::Update).ok, 1);
+        assert!(
+            op.check_one_row("update", 2).is_err(),
+            "two rows changed is wrong whatever was deleted"
+        );
+    }
+
+    #[test]
+    fn deletes_slide_the_uniform_and_hotspot_range_up() {
+        for request in [
+            Request::Uniform,
+            Request::Hotspot {
+                data_fraction: 0.2,
+                operation_fraction: 0.8,
+            },
+        ] {
+            let m = mix([0.5, 0.0, 0.25, 0.0, 0.0, 0.25], request);
+            let mut op = YcsbOp::new(0, (), &m);
+            // Every loaded record deleted, as many inserted and acknowledged.
+            for _ in 0..10_000 {
+                let keynum = m.keys.next_insert();
+                m.keys.acknowledge(keynum).unwrap();
+            }
+            m.keys.sweep();
+            for _ in 0..10_000 {
+                m.keys.claim_delete().unwrap();
+            }
+            for _ in 0..1_000 {
+                op.choose_key().unwrap();
+                assert!((10_000..20_000).contains(&op.keynum), "{request:?}");
+            }
+        }
     }
 
     #[test]

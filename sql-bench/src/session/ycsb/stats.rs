@@ -53,6 +53,9 @@ impl Kind {
 #[derive(Clone, Debug, Default)]
 pub struct KindStats {
     pub ok: u64,
+    /// Of `ok`, operations whose record another connection deleted after this one chose its
+    /// key: "not found" or "0 rows changed" was then the right answer, not an error.
+    pub raced_delete: u64,
     pub error: u64,
     pub first_error: Option<String>,
     /// Latency of each completed operation, from its intended start (ns).
@@ -62,6 +65,7 @@ pub struct KindStats {
 impl KindStats {
     fn merge(&mut self, other: &KindStats) {
         self.ok += other.ok;
+        self.raced_delete += other.raced_delete;
         self.error += other.error;
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
@@ -126,6 +130,11 @@ impl OpStats {
         if histogram.record(ns).is_err() {
             histogram.saturating_record(ns);
         }
+    }
+
+    /// The operation just recorded as completed found its record deleted under it.
+    pub fn record_raced_delete(&mut self, kind: Kind) {
+        self.kinds[kind.index()].raced_delete += 1;
     }
 
     pub fn record_error(&mut self, kind: Kind, message: &str) {

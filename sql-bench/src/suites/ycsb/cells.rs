@@ -93,6 +93,9 @@ impl YcsbCell {
                 op["latency_ns"] = json!(percentiles(h));
                 op["histogram_b64"] = json!(encode_histogram(h));
             }
+            if stats.raced_delete > 0 {
+                op["raced_delete"] = json!(stats.raced_delete);
+            }
             if let Some(e) = &stats.first_error {
                 op["first_error"] = json!(e);
             }

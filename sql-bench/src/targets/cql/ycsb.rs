@@ -4,9 +4,10 @@
 //! cannot do as the workload means it is said: partitions are ordered by the token of their
 //! key, so a scan from a key is refused; `UPDATE` and `DELETE` are blind writes that do not
 //! say whether the record was there; a read-modify-write is a lightweight transaction (the
-//! read, then `UPDATE … IF field = the value read`). The load sends each batch's records as
-//! concurrent single-partition inserts (a multi-partition `BATCH` of 1 KB records passes the
-//! server's batch size limit and is slower, as Cassandra documents).
+//! read, then `UPDATE … IF field = the value read`, both again when the field changed in
+//! between). The load sends each batch's records as concurrent single-partition inserts (a
+//! multi-partition `BATCH` of 1 KB records passes the server's batch size limit and is slower,
+//! as Cassandra documents).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,7 +40,10 @@ const UPDATE_ANSWERED_BY: &str = "UPDATE is a blind write (an upsert): the serve
 const DELETE_ANSWERED_BY: &str = "DELETE is a blind write: the server does not say whether the \
     record existed, so it counts as one deleted";
 const RMW_ANSWERED_BY: &str = "a lightweight transaction: SELECT, then UPDATE … IF field = the \
-    value read (Paxos compare-and-set; a record changed in between fails the operation)";
+    value read (Paxos compare-and-set; a record changed in between is read again and the write \
+    retried, as PostgreSQL's row lock would make it wait)";
+/// Compare-and-sets in a row that find the field changed before a read-modify-write fails.
+const CONFLICT_RETRIES: usize = 16;
 
 /// The statements of one table, by the text each is prepared from.
 #[derive(Debug, Clone)]
@@ -370,21 +374,23 @@ impl YcsbSession for CqlYcsb {
         field: usize,
         value: &str,
     ) -> Result<Option<Fetched>, OpError> {
-        let Some((got, values)) = self.read_fields(key).await? else {
-            return Ok(None);
-        };
-        let result = self
-            .session
-            .execute_unpaged(&self.swaps[field], (value, key, values[field].as_str()))
-            .await
-            .map_err(cql_op_error)?;
-        if applied(result)? {
-            Ok(Some(got))
-        } else {
-            Err(OpError::Failed(format!(
-                "read-modify-write {key}: field{field} changed between the read and the write"
-            )))
+        for _ in 0..CONFLICT_RETRIES {
+            let Some((got, values)) = self.read_fields(key).await? else {
+                return Ok(None);
+            };
+            let result = self
+                .session
+                .execute_unpaged(&self.swaps[field], (value, key, values[field].as_str()))
+                .await
+                .map_err(cql_op_error)?;
+            if applied(result)? {
+                return Ok(Some(got));
+            }
         }
+        Err(OpError::Failed(format!(
+            "read-modify-write {key}: field{field} changed between the read and the write \
+             {CONFLICT_RETRIES} times in a row"
+        )))
     }
 
     async fn delete(&mut self, key: &str) -> Result<u64, OpError> {
