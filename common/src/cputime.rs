@@ -42,6 +42,12 @@ impl ThreadClock {
         Some((fields.next()?.ok()?, fields.next()?.ok()?))
     }
 
+    /// Nanoseconds the thread has run on a CPU and, apart, waited runnable for one, so far
+    /// (zeros once it exited).
+    pub fn running_and_waiting_ns(self) -> (u64, u64) {
+        self.read().unwrap_or((0, 0))
+    }
+
     /// Nanoseconds the thread has run on a CPU or waited, runnable, for one (0 once it exited).
     pub fn busy_ns(self) -> u64 {
         self.read()
@@ -91,6 +97,11 @@ mod tests {
         });
         let clock = rx.recv().unwrap();
         let busy = clock.busy_ns();
+        let (running, waiting) = clock.running_and_waiting_ns();
+        assert!(
+            running > 0 && running + waiting >= busy,
+            "{running} + {waiting}"
+        );
         // 200 ms of spinning: running or waiting for a core all along, however loaded the
         // machine (a little slack for the thread's start).
         assert!(busy > 150_000_000, "{busy}");

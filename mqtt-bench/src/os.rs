@@ -97,34 +97,17 @@ pub fn bindable(ip: IpAddr) -> Result<(), String> {
         .map_err(|e| format!("--source-addrs {ip}: cannot bind to it on this machine ({e})"))
 }
 
-/// This thread's time on a CPU and waiting on a run queue, in nanoseconds
-/// (`/proc/thread-self/schedstat`; zeros where the kernel does not provide it).
-pub fn thread_sched_ns() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let mut fields = text
-        .split_whitespace()
-        .map(|f| f.parse::<u64>().unwrap_or(0));
-    (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_limit_is_raised_never_lowered_and_threads_have_cpu_time() {
+    fn the_limit_is_raised_never_lowered() {
         let limit = raise_fd_limit();
         assert!(limit.soft >= limit.soft_before, "{limit:?}");
         assert!(limit.soft <= limit.hard, "{limit:?}");
         assert!(ephemeral_ports() > 1000);
         assert!(bindable("127.0.0.1".parse().unwrap()).is_ok());
         assert!(bindable("192.0.2.77".parse().unwrap()).is_err());
-        let (cpu_before, _) = thread_sched_ns();
-        let mut x = 0u64;
-        for i in 0..3_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        std::hint::black_box(x);
-        assert!(thread_sched_ns().0 > cpu_before);
     }
 }

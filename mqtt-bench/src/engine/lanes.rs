@@ -8,13 +8,18 @@ use std::time::{Duration, Instant};
 use common::lanes::Lanes;
 use serde::Serialize;
 
-use crate::os::thread_sched_ns;
+use common::cputime::ThreadClock;
 
-/// A lane's time on a CPU and waiting for one, in nanoseconds.
+/// A lane's time on a CPU and waiting for one, in nanoseconds (zeros where the kernel does not
+/// keep schedstat).
 async fn lane_times() -> Vec<(u64, u64)> {
     let lanes = Lanes::shared();
     let handles: Vec<_> = (0..lanes.len())
-        .map(|lane| lanes.spawn(lane, async { thread_sched_ns() }))
+        .map(|lane| {
+            lanes.spawn(lane, async {
+                ThreadClock::current().map_or((0, 0), ThreadClock::running_and_waiting_ns)
+            })
+        })
         .collect();
     let mut times = Vec::with_capacity(handles.len());
     for handle in handles {
@@ -98,7 +103,7 @@ mod tests {
             .spawn(0, async {
                 // Spins for 20 ms of its own CPU time, not of wall time: on a loaded machine a
                 // spin bounded by the clock on the wall may get only a few ms of CPU.
-                let clock = common::cputime::ThreadClock::current().expect("schedstat");
+                let clock = ThreadClock::current().expect("schedstat");
                 let start = clock.running_ns();
                 let give_up = Instant::now() + Duration::from_secs(5);
                 while clock.running_ns() - start < 20_000_000 && Instant::now() < give_up {
