@@ -507,60 +507,16 @@ fn bad_input_is_refused_before_anything_is_touched() {
 
 #[test]
 fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
-    if !Path::new("/usr/lib/postgresql/15/bin/initdb").exists() {
-        assert!(
-            !servers_required(),
-            "PostgreSQL 15 is not installed: run scripts/test"
-        );
+    let Some(server) = DoomedPostgres::start(56532) else {
         return;
-    }
-    let state = tempfile::tempdir().unwrap();
-    let services = scripts_dir().join("services");
-    let started = Command::new(&services)
-        .args(["start", state.path().to_str().unwrap(), "postgres"])
-        .env("FAIRBENCH_PG_PORT", "56532")
-        .output()
-        .unwrap();
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
-    let url = String::from_utf8(started.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("export FAIRBENCH_TEST_POSTGRES_URL="))
-        .unwrap()
-        .to_owned();
-    let out = state.path().join("run");
-    let watcher = {
-        let (out, services, state_dir) = (out.clone(), services.clone(), state.path().to_owned());
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while Instant::now() < deadline {
-                let measured = std::fs::read_to_string(out.join("results.json"))
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                    .is_some_and(|r| {
-                        r["cells"].as_array().unwrap().iter().any(|c| {
-                            c["system"] == "doomed"
-                                && c["workload"] == "inspection"
-                                && c["counts"]["ok"].as_u64() > Some(0)
-                        })
-                    });
-                if measured {
-                    let crashed = Command::new(&services)
-                        .args(["crash", state_dir.to_str().unwrap(), "postgres"])
-                        .status()
-                        .unwrap();
-                    return crashed.success();
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            false
-        })
     };
-    let target = format!("doomed={url}");
+    let out = server.run_dir();
+    let watcher = server.crash_when(Duration::from_secs(120), |results| {
+        any_cell(results, "doomed", Some("inspection"), |c| {
+            c["counts"]["ok"].as_u64() > Some(0)
+        })
+    });
+    let target = format!("doomed={}", server.url);
     let summary = app(
         &out,
         &["--target", &target, "--target", "sqlite", "--rounds", "3"],
@@ -569,9 +525,7 @@ fn a_server_lost_mid_run_is_a_recorded_error_and_the_other_engines_carry_on() {
         watcher.join().unwrap(),
         "the server was crashed during the run"
     );
-    let _ = Command::new(&services)
-        .args(["stop", state.path().to_str().unwrap()])
-        .status();
+    server.stop();
     let summary = summary.expect("a lost server is a recorded cell, not a failed run");
     assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;

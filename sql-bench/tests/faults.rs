@@ -3,8 +3,6 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::results::Status;
@@ -166,64 +164,19 @@ fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
 
 #[test]
 fn a_server_killed_mid_run_records_the_error_and_keeps_everything_measured() {
-    if !Path::new("/usr/lib/postgresql/15/bin/initdb").exists() {
-        assert!(
-            !servers_required(),
-            "PostgreSQL 15 is not installed: run scripts/test"
-        );
-        eprintln!("skipped: PostgreSQL 15 is not installed");
+    let Some(server) = DoomedPostgres::start(56432) else {
         return;
-    }
-    let state = tempfile::tempdir().unwrap();
-    let services = scripts_dir().join("services");
-    let started = Command::new(&services)
-        .args(["start", state.path().to_str().unwrap(), "postgres"])
-        .env("FAIRBENCH_PG_PORT", "56432")
-        .output()
-        .unwrap();
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
-    let url = String::from_utf8(started.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("export FAIRBENCH_TEST_POSTGRES_URL="))
-        .unwrap()
-        .to_owned();
-    let out = state.path().join("run");
-    // Crash the server once the first of its cells has a measured round on disk.
-    let watcher = {
-        let (out, services, state_dir) = (out.clone(), services.clone(), state.path().to_owned());
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                let measured = std::fs::read_to_string(out.join("results.json"))
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                    .is_some_and(|r| {
-                        r["cells"].as_array().unwrap().iter().any(|c| {
-                            c["system"] == "doomed"
-                                && c["throughput"]["rounds"]
-                                    .as_array()
-                                    .is_some_and(|r| !r.is_empty())
-                        })
-                    });
-                if measured {
-                    let crashed = Command::new(&services)
-                        .args(["crash", state_dir.to_str().unwrap(), "postgres"])
-                        .status()
-                        .unwrap();
-                    assert!(crashed.success());
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            false
-        })
     };
-    let target = format!("doomed={url}");
+    let out = server.run_dir();
+    // Crash the server once the first of its cells has a measured round on disk.
+    let watcher = server.crash_when(Duration::from_secs(60), |results| {
+        any_cell(results, "doomed", None, |c| {
+            c["throughput"]["rounds"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        })
+    });
+    let target = format!("doomed={}", server.url);
     let summary = run(&args(
         "crud",
         &out,
@@ -242,9 +195,7 @@ fn a_server_killed_mid_run_records_the_error_and_keeps_everything_measured() {
         watcher.join().unwrap(),
         "the server was crashed during the run"
     );
-    let _ = Command::new(&services)
-        .args(["stop", state.path().to_str().unwrap()])
-        .status();
+    server.stop();
     let summary = summary.expect("a server dying is a recorded cell, not a failed run");
     assert_eq!(summary.exit, Exit::NotAllOk);
     let report = &summary.report;

@@ -1,10 +1,16 @@
 //! What the integration tests share: the real servers the test command started (common's
 //! test support: the lock, the URLs, the servers-required check, psql, the schema check),
-//! running sql-bench in-process, and the MariaDB client calls tests make.
+//! running sql-bench in-process, the MariaDB client calls tests make, and a PostgreSQL of a
+//! test's own that it crashes mid-run ([`DoomedPostgres`]).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+mod doomed;
+
+#[allow(unused_imports)]
+pub use doomed::{DoomedPostgres, any_cell};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::exit::Exit;
