@@ -4,7 +4,8 @@
 //! nothing made for a wrong CA, a name mismatch, plaintext and bad TLS input, libpq's default
 //! (`prefer`) for a URL without `sslmode`, and `--insecure-skip-verify` labelling every cell;
 //! and `rediss://` against the TLS port of the loopback Redis (Debian's redis-server, built with
-//! TLS; scripts/service/redis.sh).
+//! TLS; scripts/service/redis.sh), with an ACL user whose password comes from the environment,
+//! is never written, and refuses the run in one line when wrong.
 
 mod support;
 
@@ -221,4 +222,77 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
         "none (--insecure-skip-verify)"
     );
     assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
+}
+
+/// `redis-cli` against the plaintext port of the same Redis, for the ACL set-up; its answer.
+fn redis_cli(url: &str, command: &[&str]) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    let (host, port) = rest
+        .split(['/', '?'])
+        .next()
+        .unwrap()
+        .split_once(':')
+        .unwrap();
+    let out = Command::new("redis-cli")
+        .args(["-h", host, "-p", port])
+        .args(command)
+        .output()
+        .expect("redis-cli (Debian's redis-tools, installed by the test command)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn a_redis_password_from_the_environment_is_never_written_and_a_wrong_one_is_refused() {
+    let (Some(tls), Some(plain)) = (
+        server_url("FAIRBENCH_TEST_REDIS_TLS_URL"),
+        server_url("FAIRBENCH_TEST_REDIS_URL"),
+    ) else {
+        return;
+    };
+    let _servers = lock_servers();
+    // A user of the test's own on the shared server (ACLs live in memory only), removed after.
+    let acl = [
+        "ACL",
+        "SETUSER",
+        "zq_geo",
+        "reset",
+        "on",
+        &format!(">{SECRET}"),
+        "~*",
+        "&*",
+        "+@all",
+    ];
+    assert_eq!(redis_cli(&plain, &acl), "OK");
+    let target = format!("geo={}", tls.replacen("rediss://", "rediss://zq_geo@", 1));
+    let dir = tempfile::tempdir().unwrap();
+    let geo_bench = |out: &std::path::Path, password: &str| {
+        Command::new(env!("CARGO_BIN_EXE_geo-bench"))
+            .args(small_args(out, &["--target", &target]))
+            .env("FAIRBENCH_PASSWORD_GEO", password)
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("run");
+    let ran = geo_bench(&out, SECRET);
+    let wrong = dir.path().join("wrong");
+    let refused = geo_bench(&wrong, "not-the-password");
+    assert_eq!(redis_cli(&plain, &["ACL", "DELUSER", "zq_geo"]), "1");
+
+    assert_exited_ok(&ran);
+    assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
+    assert_eq!(
+        read_json(&out)["systems"][0]["verified"]["tls_verification"],
+        "verify-full"
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("WRONGPASS"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("not-the-password"), "{stderr}");
+    assert!(!wrong.exists(), "nothing made");
 }
