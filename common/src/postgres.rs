@@ -1,51 +1,92 @@
-//! What every tool that speaks to PostgreSQL shares (feature `postgres`): the connection
-//! settings of a target's URL as fairbench connects, connecting within a bounded time with the
-//! failure in the words every tool uses, the server's own words for an error, and where the
-//! server runs.
+//! What every tool that speaks to PostgreSQL shares (feature `postgres`): how fairbench reaches
+//! one server ([`Link`]: the client's settings and the TLS its URL asks for, libpq's
+//! `sslmode`/`sslrootcert`, which tokio-postgres does not read itself), connecting within a
+//! bounded time with the failure in the words every tool uses, the server's own words for an
+//! error, and where the server runs.
 
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
 
 use crate::options::TargetSpec;
+use crate::reach::{Reach, TlsState};
 use crate::results::Location;
 use crate::target::{Identity, TargetError, is_local_host};
+use crate::tls::postgres::{MakeTls, refuses_plaintext};
+use crate::tls::{TlsSettings, strip_params};
 
 /// Longest one connection attempt may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The settings of `spec`'s URL, with `postgresql://` and each `ALIAS://` of `aliases` (a
-/// tool's own names for the engine, `pgvector`, `postgis`) read as `postgres://`, fairbench's
-/// application name and the connect timeout.
-pub fn config(spec: &TargetSpec, aliases: &[&str]) -> Result<Config, TargetError> {
-    let mut url = spec.url.replacen("postgresql://", "postgres://", 1);
-    for alias in aliases {
-        url = url.replacen(&format!("{alias}://"), "postgres://", 1);
-    }
-    let mut config: Config = url
-        .parse()
-        .map_err(|e: tokio_postgres::Error| TargetError::Url {
-            url: spec.url_redacted(),
-            message: e.to_string(),
-        })?;
-    config.application_name("fairbench");
-    config.connect_timeout(CONNECT_TIMEOUT);
-    Ok(config)
+/// How fairbench connects to one PostgreSQL server: the client's settings and the TLS its URL
+/// asks for.
+#[derive(Clone, Debug)]
+pub struct Link {
+    pub config: Config,
+    pub tls: MakeTls,
+    pub settings: TlsSettings,
 }
 
-/// Connects and drives the connection on a task of its own, on the runtime that called (a
-/// client lives on the runtime it was made on).
-pub async fn connect(config: &Config, identity: &Identity) -> Result<Client, TargetError> {
-    let (client, connection) =
-        match tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls)).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => return Err(identity.connect_error(connect_failure(&e))),
-            Err(_) => {
-                return Err(identity
-                    .connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs())));
+impl Link {
+    /// The connection settings of `spec`'s URL, with `postgresql://` and each `ALIAS://` of
+    /// `aliases` (a tool's own names for the engine, `pgvector`, `postgis`) read as
+    /// `postgres://` (so they get libpq's default, `prefer`, too): the password from its file
+    /// or variable when the URL has none, the TLS settings read and removed from the URL before
+    /// tokio-postgres parses it, fairbench's application name and the connect timeout.
+    pub fn of(spec: &TargetSpec, reach: &Reach, aliases: &[&str]) -> Result<Link, TargetError> {
+        let as_postgres = |url: &str| {
+            let mut url = url.replacen("postgresql://", "postgres://", 1);
+            for alias in aliases {
+                url = url.replacen(&format!("{alias}://"), "postgres://", 1);
             }
+            url
         };
+        let settings = TlsSettings::from_url(&as_postgres(&spec.url), reach.insecure_skip_verify)?;
+        let url = strip_params(&as_postgres(&reach.url(spec)));
+        let mut config: Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| TargetError::Url {
+                    url: spec.url_redacted(),
+                    message: e.to_string(),
+                })?;
+        config.application_name("fairbench");
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let tls = MakeTls::new(&settings)?;
+        Ok(Link {
+            config,
+            tls,
+            settings,
+        })
+    }
+
+    /// What this link's connections use for TLS: the settings and the last negotiation.
+    pub fn tls_state(&self) -> TlsState {
+        TlsState {
+            settings: self.settings.clone(),
+            negotiated: self.tls.negotiated(),
+        }
+    }
+
+    /// Where the server runs: on this machine unless the URL names a host elsewhere.
+    pub fn location(&self) -> Location {
+        location(&self.config)
+    }
+}
+
+/// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
+/// called (a client lives on the runtime it was made on); dropping the client ends both.
+pub async fn connect(link: &Link, identity: &Identity) -> Result<Client, TargetError> {
+    let connecting = crate::tls::postgres::connect(&link.config, &link.tls);
+    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Err(connect_error(identity, link, &e)),
+        Err(_) => {
+            return Err(
+                identity.connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))
+            );
+        }
+    };
     tokio::spawn(async move {
         // A connection error surfaces on the client's next call.
         let _ = connection.await;
@@ -53,18 +94,29 @@ pub async fn connect(config: &Config, identity: &Identity) -> Result<Client, Tar
     Ok(client)
 }
 
-/// A failed connection in full (the error and each cause), with advice when nothing listens.
-fn connect_failure(e: &tokio_postgres::Error) -> String {
+/// A failed connection in one line: what TLS refused, the server's own words, or the error and
+/// each of its causes (the cause, `Connection refused` say, is in the source), with advice when
+/// nothing listens or the server wants TLS.
+fn connect_error(identity: &Identity, link: &Link, e: &tokio_postgres::Error) -> TargetError {
+    if let Some(tls) = crate::tls::explain(e, &link.settings.host) {
+        return identity.connect_error(tls);
+    }
     let mut text = message(e);
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
+    if e.as_db_error().is_none() {
+        let mut source = std::error::Error::source(e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
     }
     if text.contains("refused") {
         text.push_str(" — is the server running? (scripts/services start)");
+    } else if refuses_plaintext(e) {
+        text.push_str(
+            " — the server accepts only TLS (use sslmode=require, verify-ca or verify-full)",
+        );
     }
-    text
+    identity.connect_error(text)
 }
 
 /// The server's own words for an error when it sent any (`ERROR: relation … does not exist`),
@@ -95,7 +147,10 @@ mod tests {
     use super::*;
 
     fn config_of(url: &str) -> Config {
-        config(&TargetSpec::parse(url).unwrap(), &["pgvector"]).unwrap()
+        let reach = Reach::local(std::path::Path::new("."));
+        Link::of(&TargetSpec::parse(url).unwrap(), &reach, &["pgvector"])
+            .unwrap()
+            .config
     }
 
     #[test]
@@ -112,8 +167,9 @@ mod tests {
             location(&config_of("postgres://u@%2Frun%2Fpostgresql/db")),
             Location::Local
         );
-        let bad = config(
+        let bad = Link::of(
             &TargetSpec::parse("postgres://u@h:notaport/db").unwrap(),
+            &Reach::local(std::path::Path::new(".")),
             &[],
         );
         let error = bad.unwrap_err().to_string();

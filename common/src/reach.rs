@@ -53,6 +53,22 @@ impl Reach {
     }
 }
 
+impl Reach {
+    /// Refuses, in one line, a URL that asks for TLS (a mode that may use it, or a CA file) for
+    /// a system whose client here speaks plaintext only: `why` says why, and nothing is
+    /// connected in plaintext behind the user's back.
+    pub fn refuse_tls(&self, spec: &TargetSpec, why: &str) -> Result<(), TargetError> {
+        let names_ca = crate::urlparts::param(&spec.url, crate::tls::CA_PARAMS).is_some();
+        if names_ca || self.tls(spec)?.uses_tls() {
+            return Err(TargetError::Url {
+                url: spec.url_redacted(),
+                message: format!("{why}; connect in plaintext"),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// What a system's connections use for TLS: the settings, and what the connect-phase
 /// connection negotiated (`None` = plaintext).
 #[derive(Debug, Clone)]

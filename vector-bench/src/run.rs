@@ -20,7 +20,7 @@ use crate::opts::Opts;
 use crate::plan::Plan;
 use crate::report::{TruthReport, VectorReport};
 use crate::systems::{self, System};
-use crate::targets::{OpenContext, exact};
+use crate::targets::{Reach, exact};
 use crate::workloads::baseline;
 use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
@@ -53,10 +53,8 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         return truth_only(opts, &plan, interrupt).await;
     }
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let context = OpenContext {
-        results_dir: lifecycle.results_path().to_owned(),
-    };
-    let prepared = match prepare(opts, &plan, &context, lifecycle.progress()).await {
+    let reach = Reach::of(&lifecycle, &opts.common);
+    let prepared = match prepare(opts, &plan, &reach, lifecycle.progress()).await {
         Ok(prepared) => prepared,
         Err(e) => return Err(lifecycle.abandon(e)),
     };
@@ -135,12 +133,12 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
 async fn prepare(
     opts: &Opts,
     plan: &Plan,
-    context: &OpenContext,
+    reach: &Reach,
     progress: &Progress,
 ) -> anyhow::Result<Prepared> {
     let reference = opts.common.reference.as_deref();
     let (mut systems, reference) =
-        systems::connect_all(&plan.targets, reference, context, &[exact::NAME]).await?;
+        systems::connect_all(&plan.targets, reference, reach, &[exact::NAME]).await?;
     let data = load_data(plan).await?;
     systems::check_namespaces(&mut systems, plan, &data).await?;
     progress.line(format!(

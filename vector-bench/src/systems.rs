@@ -18,7 +18,7 @@ use crate::dataset::Dataset;
 use crate::index::IndexSpec;
 use crate::plan::Plan;
 use crate::session::Searchers;
-use crate::targets::{self, BuildReport, Mode, OpenContext, VectorTarget};
+use crate::targets::{self, BuildReport, Mode, Reach, VectorTarget};
 use crate::workloads::sweep::Lane;
 
 /// One system as the run sees it: a target and its lanes (one per mode).
@@ -54,15 +54,15 @@ pub fn infos(systems: &[System]) -> Vec<SystemInfo> {
 pub async fn connect_all(
     specs: &[TargetSpec],
     reference: Option<&str>,
-    context: &OpenContext,
+    reach: &Reach,
     reserved: &[&str],
 ) -> anyhow::Result<(Vec<System>, String)> {
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec, context).await?;
+        let mut target = targets::open(spec, reach).await?;
         let description = target.describe().await?;
         let identity = target.identity();
-        let info = SystemInfo {
+        let mut info = SystemInfo {
             name: identity.name.clone(),
             kind: identity.kind.clone(),
             url_redacted: identity.url_redacted.clone(),
@@ -72,6 +72,9 @@ pub async fn connect_all(
             data_dir: description.data_dir.map(|d| d.display().to_string()),
             ..SystemInfo::default()
         };
+        if let Some(tls) = target.tls() {
+            tls.record(&mut info);
+        }
         let lanes = target
             .modes()
             .into_iter()

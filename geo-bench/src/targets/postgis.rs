@@ -8,18 +8,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::postgres::{Link, connect, message};
 use common::results::Location;
-use common::tls::postgres::{MakeTls, refuses_plaintext, ssl_mode};
-use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
-use super::{Description, Identity, Reach, Target, TargetError, TlsState, is_local_host, op_error};
+use super::{Description, Identity, Reach, Target, TargetError, TlsState, op_error};
 use crate::events::Event;
 use crate::queries::Query;
 use crate::session::{GeoSession, GeoWorkers, async_workers};
@@ -28,7 +26,6 @@ const SCHEMA: &str = "fairbench_geo";
 const MARKER: &str = "created by fairbench";
 const QUERY_SET: &str = "events";
 const INSERT_SET: &str = "inserts";
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Rows per statement when loading the query set.
 const LOAD_CHUNK: usize = 5_000;
 
@@ -98,104 +95,27 @@ async fn insert(
         .await
 }
 
-/// Connects and drives the connection on a task of its own, on the runtime (lane) that called.
-async fn connect(
-    config: &Config,
-    tls: &MakeTls,
-    identity: &Identity,
-) -> Result<Client, TargetError> {
-    let connect_error = |message: String| identity.connect_error(message);
-    let connecting = common::tls::postgres::connect(config, tls);
-    let (client, connection) = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => {
-            let host = match config.get_hosts().first() {
-                Some(Host::Tcp(name)) => name.clone(),
-                _ => String::new(),
-            };
-            if let Some(tls) = common::tls::explain(&e, &host) {
-                return Err(connect_error(tls.to_string()));
-            }
-            let mut text = describe_error(&e);
-            let mut source = std::error::Error::source(&e);
-            while let Some(cause) = source {
-                text.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            if text.contains("refused") {
-                text.push_str(" — is the server running? (scripts/services start)");
-            } else if refuses_plaintext(&e) {
-                text.push_str(
-                        " — the server accepts only TLS (use sslmode=require, verify-ca or verify-full)",
-                    );
-            }
-            return Err(connect_error(text));
-        }
-        Err(_) => {
-            return Err(connect_error(format!(
-                "no answer within {}s",
-                CONNECT_TIMEOUT.as_secs()
-            )));
-        }
-    };
-    tokio::spawn(async move {
-        // A connection error surfaces on the client's next call.
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
-fn describe_error(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
-    }
-}
-
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {
-    op_error(e.is_closed(), describe_error(&e))
+    op_error(e.is_closed(), message(&e))
 }
 
 pub struct PostgisTarget {
     identity: Identity,
-    config: Config,
+    link: Link,
     control: Client,
-    tls: MakeTls,
-    settings: common::tls::TlsSettings,
 }
 
 impl PostgisTarget {
     /// libpq's `sslmode`/`sslrootcert` read by common (tokio-postgres does not know them); the
     /// password from its file or variable when the URL has none.
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        // Read as `postgres://`, so that `postgis://` gets libpq's default (`prefer`) too.
-        let as_postgres = |url: &str| {
-            url.replacen("postgresql://", "postgres://", 1)
-                .replacen("postgis://", "postgres://", 1)
-        };
-        let settings = common::tls::TlsSettings::from_url(
-            &as_postgres(&spec.url),
-            reach.insecure_skip_verify,
-        )?;
-        let url = common::tls::strip_params(&as_postgres(&reach.secrets.url_with_password(spec)));
-        let mut config: Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| TargetError::Url {
-                    url: spec.url_redacted(),
-                    message: e.to_string(),
-                })?;
-        config.application_name("fairbench");
-        config.connect_timeout(CONNECT_TIMEOUT);
-        config.ssl_mode(ssl_mode(settings.mode));
-        let tls = MakeTls::new(&settings)?;
+        let link = Link::of(spec, reach, &["postgis"])?;
         let identity = Identity::of(spec, "postgis");
-        let control = connect(&config, &tls, &identity).await?;
+        let control = connect(&link, &identity).await?;
         Ok(Box::new(PostgisTarget {
             identity,
-            config,
+            link,
             control,
-            tls,
-            settings,
         }))
     }
 
@@ -207,14 +127,7 @@ impl PostgisTarget {
         self.control
             .batch_execute(sql)
             .await
-            .map_err(|e| self.error(describe_error(&e)))
-    }
-
-    fn is_local(&self) -> bool {
-        self.config.get_hosts().iter().all(|host| match host {
-            Host::Tcp(name) => is_local_host(name),
-            Host::Unix(_) => true,
-        })
+            .map_err(|e| self.error(message(&e)))
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
@@ -227,7 +140,7 @@ impl PostgisTarget {
                 &[&SCHEMA, &table],
             )
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
     }
 
@@ -245,7 +158,7 @@ impl PostgisTarget {
                 ]],
             )
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
@@ -260,7 +173,7 @@ impl PostgisTarget {
                 &[&SCHEMA, &table],
             )
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         let has = |am: &str, column: &str| {
             rows.iter()
                 .any(|r| r.get::<_, String>(0) == am && r.get::<_, String>(1).contains(column))
@@ -289,10 +202,7 @@ impl Target for PostgisTarget {
     }
 
     fn tls(&self) -> Option<TlsState> {
-        Some(TlsState {
-            settings: self.settings.clone(),
-            negotiated: self.tls.negotiated(),
-        })
+        Some(self.link.tls_state())
     }
 
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
@@ -301,7 +211,7 @@ impl Target for PostgisTarget {
                 .control
                 .query_one("SELECT version()", &[])
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?
+                .map_err(|e| self.error(message(&e)))?
                 .get(0);
             let postgis: Option<String> = self
                 .control
@@ -310,12 +220,12 @@ impl Target for PostgisTarget {
                     &[],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?
+                .map_err(|e| self.error(message(&e)))?
                 .map(|r| r.get(0));
             let mut settings = self.settings().await?;
             let data_dir = settings
                 .remove("data_directory")
-                .filter(|_| self.is_local())
+                .filter(|_| self.link.location() == Location::Local)
                 .map(PathBuf::from);
             let get = |name: &str| settings.get(name).cloned().unwrap_or_default();
             let durable = get("fsync") == "on"
@@ -351,11 +261,7 @@ impl Target for PostgisTarget {
                 durable,
                 durability,
                 data_dir,
-                location: if self.is_local() {
-                    Location::Local
-                } else {
-                    Location::Remote
-                },
+                location: self.link.location(),
                 refusal,
                 method: vec![
                     "a batch is one INSERT … SELECT FROM unnest(arrays) statement: one commit".into(),
@@ -395,12 +301,12 @@ impl Target for PostgisTarget {
                 .control
                 .prepare(&insert_sql(QUERY_SET))
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             let mut columns = Columns::default();
             for chunk in events.chunks(LOAD_CHUNK) {
                 insert(&self.control, &statement, &mut columns, chunk)
                     .await
-                    .map_err(|e| self.error(describe_error(&e)))?;
+                    .map_err(|e| self.error(message(&e)))?;
             }
             self.batch(&format!("ANALYZE {SCHEMA}.{QUERY_SET}")).await
         })
@@ -427,7 +333,7 @@ impl Target for PostgisTarget {
                 .control
                 .query_one(&format!("SELECT count(*) FROM {SCHEMA}.{INSERT_SET}"), &[])
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             Ok(row.get::<_, i64>(0) as u64)
         })
     }
@@ -444,21 +350,18 @@ impl Target for PostgisTarget {
     }
 
     fn open_workers(&self, size: usize) -> BoxFuture<'_, Result<Box<dyn GeoWorkers>, TargetError>> {
-        let (config, identity) = (self.config.clone(), self.identity.clone());
-        let tls = self.tls.clone();
+        let (link, identity) = (self.link.clone(), self.identity.clone());
         let connector: Connector<PgSession> = Arc::new(move || {
-            let (config, identity, tls) = (config.clone(), identity.clone(), tls.clone());
+            let (link, identity) = (link.clone(), identity.clone());
             Box::pin(async move {
-                let client = connect(&config, &tls, &identity)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let client = connect(&link, &identity).await.map_err(|e| e.to_string())?;
                 let prepare = |sql: String| {
                     let (client, identity) = (&client, &identity);
                     async move {
                         client
                             .prepare(&sql)
                             .await
-                            .map_err(|e| format!("{}: {}", identity.name, describe_error(&e)))
+                            .map_err(|e| format!("{}: {}", identity.name, message(&e)))
                     }
                 };
                 Ok(PgSession {

@@ -215,14 +215,11 @@ impl CqlTarget {
     /// none. TLS (`sslmode=`, `cacert=`) is refused in one line: the driver's rustls feature
     /// (scylla `rustls-023`) is not built in yet.
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        if reach.tls(spec)?.uses_tls() {
-            return Err(TargetError::Url {
-                url: spec.url_redacted(),
-                message: "TLS for CQL is not supported yet (sql-bench is built without the \
-                          driver's rustls feature); connect in plaintext"
-                    .into(),
-            });
-        }
+        reach.refuse_tls(
+            spec,
+            "TLS for CQL is not supported yet (sql-bench is built without the driver's rustls \
+             feature)",
+        )?;
         let url = reach.url(spec);
         let address = parse_address(&url).map_err(|message| TargetError::Url {
             url: spec.url_redacted(),

@@ -6,25 +6,21 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+pub(crate) use common::postgres::{Link, connect, message};
 use common::results::Location;
-use common::tls::postgres::{MakeTls, refuses_plaintext, ssl_mode};
-use common::tls::{TlsSettings, strip_params};
-use tokio_postgres::config::Host;
-use tokio_postgres::{CancelToken, Client, Config, Statement};
+use common::tls::postgres::MakeTls;
+use tokio_postgres::{CancelToken, Client, Statement};
 
 pub mod cluster;
 mod cockroach;
 mod docs;
 mod ycsb;
 
-use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
-};
+use super::{Description, Identity, KvTable, Reach, Target, TargetError, TlsState, op_error};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
@@ -32,14 +28,13 @@ use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
 const SCHEMA: &str = "fairbench";
 const MARKER: &str = "created by fairbench";
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct PostgresTarget {
     identity: Identity,
-    link: PgLink,
+    link: Link,
     control: Client,
     /// Where workers send their point reads instead of the primary (`--read-from replicas`).
-    read_replicas: Vec<PgLink>,
+    read_replicas: Vec<Link>,
     /// How replicas named later are reached (their passwords, `--insecure-skip-verify`).
     reach: Reach,
 }
@@ -48,100 +43,9 @@ fn physical(name: &str) -> String {
     format!("{SCHEMA}.{name}")
 }
 
-/// How fairbench connects to one PostgreSQL server: the client's settings and the TLS its
-/// URL asks for (libpq's `sslmode`/`sslrootcert`, which tokio-postgres does not read itself).
-#[derive(Clone)]
-pub struct PgLink {
-    pub config: Config,
-    pub tls: MakeTls,
-    pub settings: TlsSettings,
-}
-
-/// The connection settings of a `postgres://` (or `postgresql://`) URL, as fairbench connects:
-/// the password from its file or variable when the URL has none, the TLS settings read and
-/// removed from the URL before tokio-postgres parses it.
-pub(crate) fn parse_config(spec: &TargetSpec, reach: &Reach) -> Result<PgLink, TargetError> {
-    let settings = reach.tls(spec)?;
-    let url = strip_params(&reach.url(spec)).replacen("postgresql://", "postgres://", 1);
-    let mut config: Config = url
-        .parse()
-        .map_err(|e: tokio_postgres::Error| TargetError::Url {
-            url: spec.url_redacted(),
-            message: e.to_string(),
-        })?;
-    config.application_name("fairbench");
-    config.connect_timeout(CONNECT_TIMEOUT);
-    config.ssl_mode(ssl_mode(settings.mode));
-    let tls = MakeTls::new(&settings)?;
-    Ok(PgLink {
-        config,
-        tls,
-        settings,
-    })
-}
-
-/// Connects and drives the connection's socket on a task of its own, on the runtime (lane) that
-/// called; dropping the client ends both.
-pub(crate) async fn connect(link: &PgLink, identity: &Identity) -> Result<Client, TargetError> {
-    let (client, connection) = match tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        common::tls::postgres::connect(&link.config, &link.tls),
-    )
-    .await
-    {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => return Err(connect_error(identity, link, &e)),
-        Err(_) => {
-            return Err(
-                identity.connect_error(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))
-            );
-        }
-    };
-    tokio::spawn(async move {
-        // A connection error surfaces on the client's next call; nothing to do here.
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
-fn connect_error(identity: &Identity, link: &PgLink, e: &tokio_postgres::Error) -> TargetError {
-    if let Some(tls) = common::tls::explain(e, &link.settings.host) {
-        return identity.connect_error(tls);
-    }
-    let detail = match e.as_db_error() {
-        Some(db) => db.message().to_owned(),
-        None => {
-            // The cause (for example `Connection refused`) is in the source, not the message.
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(cause) = source {
-                text.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            text
-        }
-    };
-    let hint = if detail.contains("refused") {
-        " — is the server running? (scripts/services start)"
-    } else if refuses_plaintext(e) {
-        " — the server accepts only TLS (use sslmode=require, verify-ca or verify-full)"
-    } else {
-        ""
-    };
-    identity.connect_error(format!("{detail}{hint}"))
-}
-
-/// The most useful text of a tokio-postgres error: the server's own message when there is one.
-fn describe_error(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => e.to_string(),
-    }
-}
-
 impl PostgresTarget {
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        let link = parse_config(spec, reach)?;
+        let link = Link::of(spec, reach, &[])?;
         let identity = Identity::of(spec, "postgres");
         let control = connect(&link, &identity).await?;
         Ok(Box::new(PostgresTarget {
@@ -162,24 +66,13 @@ impl PostgresTarget {
             .control
             .query_one(sql, &[])
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         Ok(row.get(0))
-    }
-
-    fn is_local(&self) -> bool {
-        self.link.config.get_hosts().iter().all(|host| match host {
-            Host::Tcp(name) => is_local_host(name),
-            Host::Unix(_) => true,
-        })
     }
 
     /// Where the server runs: on this machine when every host the URL names is.
     fn location(&self) -> Location {
-        if self.is_local() {
-            Location::Local
-        } else {
-            Location::Remote
-        }
+        self.link.location()
     }
 
     /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
@@ -193,7 +86,7 @@ impl PostgresTarget {
                 &[&SCHEMA, &name],
             )
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
     }
 
@@ -217,10 +110,7 @@ impl Target for PostgresTarget {
     }
 
     fn tls(&self) -> Option<TlsState> {
-        Some(TlsState {
-            settings: self.link.settings.clone(),
-            negotiated: self.link.tls.negotiated(),
-        })
+        Some(self.link.tls_state())
     }
 
     fn describe(
@@ -247,19 +137,19 @@ impl Target for PostgresTarget {
                     ]],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             let mut settings: BTreeMap<String, String> =
                 rows.iter().map(|r| (r.get(0), r.get(1))).collect();
             let standbys = self
                 .control
                 .query_one("SELECT count(*) FROM pg_stat_replication", &[])
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?
+                .map_err(|e| self.error(message(&e)))?
                 .get::<_, i64>(0);
             settings.insert("pg_stat_replication.standbys".into(), standbys.to_string());
             let data_dir = settings
                 .remove("data_directory")
-                .filter(|_| self.is_local())
+                .filter(|_| self.location() == Location::Local)
                 .map(PathBuf::from);
             let checks = cluster::settings_checks(&settings, durability);
             let mismatches = crate::durability::mismatches(&checks);
@@ -296,7 +186,7 @@ impl Target for PostgresTarget {
     fn route_reads(&mut self, replicas: &[TargetSpec]) -> Result<(), TargetError> {
         self.read_replicas = replicas
             .iter()
-            .map(|replica| parse_config(replica, &self.reach))
+            .map(|replica| Link::of(replica, &self.reach, &[]))
             .collect::<Result<_, _>>()?;
         Ok(())
     }
@@ -331,7 +221,7 @@ impl Target for PostgresTarget {
             self.control
                 .batch_execute(&ddl)
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             let keys: Vec<i64> = rows.iter().map(|(k, _)| *k).collect();
             let values: Vec<&str> = rows.iter().map(|(_, v)| v.as_str()).collect();
             self.control
@@ -342,7 +232,7 @@ impl Target for PostgresTarget {
                     &[&keys, &values],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             Ok(())
         })
     }
@@ -365,7 +255,7 @@ impl Target for PostgresTarget {
                     &[&SCHEMA, &table.name],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?
+                .map_err(|e| self.error(message(&e)))?
                 .ok_or_else(|| self.error(format!("{} does not exist", physical(table.name))))?;
             let persistence: String = row.get(0);
             let primary_key: Option<String> = row.get(1);
@@ -403,7 +293,7 @@ impl Target for PostgresTarget {
                     &[],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }
@@ -425,7 +315,7 @@ impl Target for PostgresTarget {
                     &[&low, &high],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             Ok(row.get::<_, i64>(0) as u64)
         })
     }
@@ -436,7 +326,7 @@ impl Target for PostgresTarget {
                 self.control
                     .batch_execute(&format!("DROP TABLE {}", physical(table.name)))
                     .await
-                    .map_err(|e| self.error(describe_error(&e)))?;
+                    .map_err(|e| self.error(message(&e)))?;
             }
             Ok(())
         })
@@ -526,7 +416,7 @@ impl Target for PostgresTarget {
 
 /// Opens one worker connection and prepares its statements, before any clock starts.
 async fn open_session(
-    config: &PgLink,
+    config: &Link,
     identity: &Identity,
     read_sql: &str,
     write_sql: &str,
@@ -538,7 +428,7 @@ async fn open_session(
             client
                 .prepare(sql)
                 .await
-                .map_err(|e| identity.query_error(describe_error(&e)).to_string())
+                .map_err(|e| identity.query_error(message(&e)).to_string())
         }
     };
     let read = prepare(read_sql).await?;
@@ -564,7 +454,7 @@ struct PgSession {
 }
 
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {
-    op_error(e.is_closed(), describe_error(&e))
+    op_error(e.is_closed(), message(&e))
 }
 
 impl KvSession for PgSession {
@@ -599,7 +489,7 @@ where
     token
         .cancel_query(tls)
         .await
-        .map_err(|e| OpError::Fatal(format!("cancel request failed: {}", describe_error(&e))))
+        .map_err(|e| OpError::Fatal(format!("cancel request failed: {}", message(&e))))
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ use common::results::Location;
 use serde_json::{Value, json};
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
-    host_of, location_of_host,
+    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, VectorTarget,
+    check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -125,7 +125,12 @@ pub struct ChromaTarget {
 }
 
 impl ChromaTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+    /// `chroma://HOST:PORT…`, plaintext HTTP: a URL asking for TLS is refused in one line.
+    pub async fn open(
+        spec: &TargetSpec,
+        reach: &Reach,
+    ) -> Result<Box<dyn VectorTarget>, TargetError> {
+        reach.refuse_tls(spec, "TLS for Chroma is not supported yet")?;
         let rest = spec.url.split_once("://").map_or("", |(_, r)| r);
         let (host, query) = rest.split_once('?').unwrap_or((rest, ""));
         let host = host.trim_end_matches('/');

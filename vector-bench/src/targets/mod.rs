@@ -61,12 +61,9 @@ impl Mode {
 /// Search sessions opened in one mode, with the settings read back from the first.
 pub type Opened = (Box<dyn Searchers>, BTreeMap<String, String>);
 
-/// What opening a target may need besides its URL.
-#[derive(Debug, Clone)]
-pub struct OpenContext {
-    /// The results folder: an embedded engine keeps its files here.
-    pub results_dir: PathBuf,
-}
+/// What opening a target may need besides its URL: the results folder (an embedded engine
+/// keeps its files there), passwords from files or variables, `--insecure-skip-verify`.
+pub use common::reach::{Reach, TlsState};
 
 /// Refuses an existing collection of fairbench's whose dimension is not the dataset's.
 pub fn check_dimensions(
@@ -126,6 +123,12 @@ pub trait VectorTarget: Send {
     /// Version and settings, read from the system itself.
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
 
+    /// What its connections use for TLS, for a target reached over the network (recorded with
+    /// the system: version, cipher, verification).
+    fn tls(&self) -> Option<TlsState> {
+        None
+    }
+
     /// How the target offers `variant` (`Ok(how)`), or why it does not (`Err(why)`).
     fn offer(&self, variant: Variant) -> Result<String, String>;
 
@@ -178,16 +181,13 @@ pub const QDRANT_EDGE_LABEL: &str = concat!(
 pub const DEFAULT_TARGET: &str = "usearch";
 
 /// Connects to the system `spec` names.
-pub async fn open(
-    spec: &TargetSpec,
-    context: &OpenContext,
-) -> Result<Box<dyn VectorTarget>, TargetError> {
+pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn VectorTarget>, TargetError> {
     match spec.scheme() {
         "usearch" => Ok(Box::new(usearch::UsearchTarget::open(spec))),
-        "qdrant-edge" => open_qdrant_edge(spec, context),
-        "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec).await,
-        "chroma" => chroma::ChromaTarget::open(spec).await,
-        "qdrant" => qdrant::QdrantTarget::open(spec).await,
+        "qdrant-edge" => open_qdrant_edge(spec, reach),
+        "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec, reach).await,
+        "chroma" => chroma::ChromaTarget::open(spec, reach).await,
+        "qdrant" => qdrant::QdrantTarget::open(spec, reach).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
             "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT, weaviate://HOST:PORT or qdrant://HOST:PORT (gRPC)",
@@ -198,18 +198,18 @@ pub async fn open(
 #[cfg(feature = "qdrant-edge")]
 fn open_qdrant_edge(
     spec: &TargetSpec,
-    context: &OpenContext,
+    reach: &Reach,
 ) -> Result<Box<dyn VectorTarget>, TargetError> {
     Ok(Box::new(qdrant_edge::QdrantEdgeTarget::open(
         spec,
-        &context.results_dir,
+        &reach.results_dir,
     )?))
 }
 
 #[cfg(not(feature = "qdrant-edge"))]
 fn open_qdrant_edge(
     spec: &TargetSpec,
-    _context: &OpenContext,
+    _reach: &Reach,
 ) -> Result<Box<dyn VectorTarget>, TargetError> {
     Err(TargetError::Url {
         url: spec.url_redacted(),
@@ -224,10 +224,11 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let context = OpenContext {
-            results_dir: std::env::temp_dir(),
-        };
-        let error = open(&spec, &context).await.err().unwrap().to_string();
+        let error = open(&spec, &Reach::local(&std::env::temp_dir()))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("chroma://"), "{error}");
     }

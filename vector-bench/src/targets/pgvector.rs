@@ -18,14 +18,15 @@ use bytes::{BufMut, BytesMut};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
-use common::postgres::{connect, location, message};
+use common::postgres::{Link, connect, message};
 use common::results::Location;
 use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres::{Client, Statement};
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
+    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState, VectorTarget,
+    check_dimensions,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -45,7 +46,7 @@ const ITERATIVE: [&str; 2] = ["relaxed_order", "strict_order"];
 
 pub struct PgvectorTarget {
     identity: Identity,
-    config: Config,
+    link: Link,
     control: Client,
 }
 
@@ -158,13 +159,18 @@ impl ToSql for PgVector<'_> {
 }
 
 impl PgvectorTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
-        let config = common::postgres::config(spec, &["pgvector"])?;
+    /// libpq's `sslmode`/`sslrootcert` read by common; the password from its file or variable
+    /// when the URL has none.
+    pub async fn open(
+        spec: &TargetSpec,
+        reach: &Reach,
+    ) -> Result<Box<dyn VectorTarget>, TargetError> {
+        let link = Link::of(spec, reach, &["pgvector"])?;
         let identity = Identity::of(spec, "pgvector");
-        let control = connect(&config, &identity).await?;
+        let control = connect(&link, &identity).await?;
         Ok(Box::new(PgvectorTarget {
             identity,
-            config,
+            link,
             control,
         }))
     }
@@ -240,6 +246,10 @@ impl VectorTarget for PgvectorTarget {
         &self.identity
     }
 
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.link.tls_state())
+    }
+
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let version = self.one("SELECT version()").await?.unwrap_or_default();
@@ -272,7 +282,7 @@ impl VectorTarget for PgvectorTarget {
             let data_dir = self
                 .one("SELECT setting FROM pg_settings WHERE name = 'data_directory'")
                 .await?;
-            let location = location(&self.config);
+            let location = self.link.location();
             let short = version.split(" on ").next().unwrap_or(&version).to_owned();
             Ok(Description {
                 version: format!("{short}, pgvector {extension}"),
@@ -500,7 +510,7 @@ impl VectorTarget for PgvectorTarget {
         mode: &'a Mode,
     ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
-            let config = self.config.clone();
+            let link = self.link.clone();
             let identity = self.identity.clone();
             let (plain, filtered) = (search_sql(spec, false), search_sql(spec, true));
             let binary = spec.variant == Variant::Binary;
@@ -508,13 +518,11 @@ impl VectorTarget for PgvectorTarget {
             let readback = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
             let first = readback.clone();
             let connect: Connector<PgSession> = Arc::new(move || {
-                let (config, identity) = (config.clone(), identity.clone());
+                let (link, identity) = (link.clone(), identity.clone());
                 let (plain, filtered) = (plain.clone(), filtered.clone());
                 let (iterative, first) = (iterative.clone(), first.clone());
                 Box::pin(async move {
-                    let client = connect(&config, &identity)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let client = connect(&link, &identity).await.map_err(|e| e.to_string())?;
                     let settings = scan_settings(&client, iterative.as_deref()).await?;
                     if let Ok(mut first) = first.lock()
                         && first.is_empty()

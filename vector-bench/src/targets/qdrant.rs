@@ -26,8 +26,8 @@ use qdrant_client::qdrant::{
 };
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget, check_dimensions,
-    host_of, location_of_host,
+    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, VectorTarget,
+    check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -53,7 +53,12 @@ fn client(url: &str) -> Result<Qdrant, String> {
 }
 
 impl QdrantTarget {
-    pub async fn open(spec: &TargetSpec) -> Result<Box<dyn VectorTarget>, TargetError> {
+    /// `qdrant://HOST:PORT`, plaintext gRPC: a URL asking for TLS is refused in one line.
+    pub async fn open(
+        spec: &TargetSpec,
+        reach: &Reach,
+    ) -> Result<Box<dyn VectorTarget>, TargetError> {
+        reach.refuse_tls(spec, "TLS for the Qdrant server is not supported yet")?;
         // qdrant://HOST:PORT names the gRPC port (6334 by default on a Qdrant server).
         let url = spec.url.replacen("qdrant://", "http://", 1);
         let identity = Identity::of(spec, "qdrant");

@@ -9,7 +9,7 @@ use common::options::TargetSpec;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config};
 
-use super::{PgLink, connect, parse_config};
+use super::{Link, connect};
 use crate::durability::{Check, Durability};
 use crate::replication::{ClusterEvidence, replicas_given};
 use crate::targets::{Identity, Reach, TargetError};
@@ -229,7 +229,7 @@ async fn read_primary(
 /// Reads the primary's `pg_stat_replication` (on a connection of its own) and each standby's
 /// own status.
 pub async fn verify(
-    link: &PgLink,
+    link: &Link,
     identity: &Identity,
     replicas: &[TargetSpec],
     durability: Durability,
@@ -277,7 +277,7 @@ async fn standby_checks(replica: &TargetSpec, primary: &Primary, reach: &Reach) 
         "in recovery, streaming from this primary (port {}) and listed by it as streaming",
         primary.port
     );
-    let (link, address) = match parse_config(replica, reach) {
+    let (link, address) = match Link::of(replica, reach, &[]) {
         Ok(link) => {
             let address = address(&link.config);
             (link, address)

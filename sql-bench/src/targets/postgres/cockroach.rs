@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{PostgresTarget, describe_error};
+use super::{PostgresTarget, message};
 use crate::durability::Durability;
 use crate::targets::{Description, TargetError};
 
@@ -75,7 +75,7 @@ async fn value(target: &PostgresTarget, sql: &str) -> Result<String, TargetError
         .control
         .query_one(sql, &[])
         .await
-        .map_err(|e| target.error(describe_error(&e)))?;
+        .map_err(|e| target.error(message(&e)))?;
     // SHOW answers in the setting's own type; every one of these prints as text.
     Ok(row
         .try_get::<_, String>(0)
@@ -103,7 +103,7 @@ pub(super) async fn describe(
         .control
         .query_one("SHOW ZONE CONFIGURATION FROM RANGE default", &[])
         .await
-        .map_err(|e| target.error(describe_error(&e)))?;
+        .map_err(|e| target.error(message(&e)))?;
     let raw: String = zone.try_get("raw_config_sql").unwrap_or_default();
     settings.insert(
         "zone.default.num_replicas".to_owned(),

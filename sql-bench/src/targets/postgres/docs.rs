@@ -13,7 +13,7 @@ use futures_util::TryStreamExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{CancelToken, Client, Statement};
 
-use super::{MARKER, PgLink, PostgresTarget, SCHEMA, connect, describe_error, physical};
+use super::{Link, MARKER, PostgresTarget, SCHEMA, connect, message, physical};
 use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     covered_field,
@@ -92,14 +92,14 @@ pub(super) async fn create(
         .control
         .batch_execute(&format!("BEGIN; {ddl} COMMIT;"))
         .await
-        .map_err(|e| target.error(describe_error(&e)))
+        .map_err(|e| target.error(message(&e)))
 }
 
 pub(super) async fn inspect(
     target: &PostgresTarget,
     collection: &Collection,
 ) -> Result<CollectionState, TargetError> {
-    let error = |e: tokio_postgres::Error| target.error(describe_error(&e));
+    let error = |e: tokio_postgres::Error| target.error(message(&e));
     let rows: i64 = target
         .control
         .query_one(
@@ -150,13 +150,13 @@ pub(super) async fn remove(
             .control
             .batch_execute(&format!("DROP TABLE {}", physical(collection.name)))
             .await
-            .map_err(|e| target.error(describe_error(&e)))?;
+            .map_err(|e| target.error(message(&e)))?;
     }
     Ok(())
 }
 
 pub(super) async fn open_session(
-    link: &PgLink,
+    link: &Link,
     identity: &Identity,
     collection: Collection,
 ) -> Result<Box<dyn DocSession>, TargetError> {
@@ -182,9 +182,9 @@ struct PostgresDocs {
 
 fn doc_error(e: &tokio_postgres::Error) -> DocError {
     if e.is_closed() || (e.as_db_error().is_none() && e.source().is_some()) {
-        DocError::Lost(describe_error(e))
+        DocError::Lost(message(e))
     } else {
-        DocError::Refused(describe_error(e))
+        DocError::Refused(message(e))
     }
 }
 

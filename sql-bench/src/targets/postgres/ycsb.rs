@@ -11,7 +11,7 @@ use common::pool::{BoxFuture, Connector};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
-use super::{MARKER, PostgresTarget, SCHEMA, connect, describe_error, pg_op_error, physical};
+use super::{MARKER, PostgresTarget, SCHEMA, connect, message, pg_op_error, physical};
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
@@ -85,7 +85,7 @@ impl YcsbTarget for PostgresTarget {
             self.control
                 .batch_execute(&ddl)
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             self.verify_ycsb(table).await
         })
     }
@@ -102,7 +102,7 @@ impl YcsbTarget for PostgresTarget {
                     &[],
                 )
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             Ok(row.get::<_, i64>(0) as u64)
         })
     }
@@ -122,7 +122,7 @@ impl YcsbTarget for PostgresTarget {
                 .control
                 .query(&sql, &[&keys])
                 .await
-                .map_err(|e| self.error(describe_error(&e)))?;
+                .map_err(|e| self.error(message(&e)))?;
             let found = rows
                 .iter()
                 .map(|r| {
@@ -143,7 +143,7 @@ impl YcsbTarget for PostgresTarget {
                 self.control
                     .batch_execute(&format!("DROP TABLE {}", physical(table.name)))
                     .await
-                    .map_err(|e| self.error(describe_error(&e)))?;
+                    .map_err(|e| self.error(message(&e)))?;
             }
             Ok(())
         })
@@ -192,7 +192,7 @@ impl PostgresTarget {
                 &[&SCHEMA, &table.name],
             )
             .await
-            .map_err(|e| self.error(describe_error(&e)))?;
+            .map_err(|e| self.error(message(&e)))?;
         let persistence: String = row.get(0);
         let key: Option<String> = row.get(1);
         if key.as_deref() != Some("ycsb_key") || persistence != "p" {
@@ -231,7 +231,7 @@ impl PgYcsb {
                 client
                     .prepare(&text)
                     .await
-                    .map_err(|e| identity.query_error(describe_error(&e)).to_string())
+                    .map_err(|e| identity.query_error(message(&e)).to_string())
             }
         };
         let mut updates = Vec::with_capacity(sql.updates.len());
