@@ -83,16 +83,29 @@ pub fn loadavg() -> [f64; 3] {
     ]
 }
 
-/// Waits until the 1-minute load average is at most `threshold`, checking every few seconds,
+/// Waits until the 1-minute load average is at most `threshold`, checking every 5 seconds,
 /// for at most `max_wait`. Reports what it saw either way; never blocks longer.
-pub fn wait_for_quiet(
+pub fn wait_for_quiet(threshold: f64, max_wait: Duration, on_wait: impl FnMut(f64)) -> LoadGate {
+    gate(
+        threshold,
+        max_wait,
+        Duration::from_secs(5),
+        || loadavg()[0],
+        on_wait,
+    )
+}
+
+/// [`wait_for_quiet`] on any load source, read every `poll`.
+fn gate(
     threshold: f64,
     max_wait: Duration,
+    poll: Duration,
+    mut load_now: impl FnMut() -> f64,
     mut on_wait: impl FnMut(f64),
 ) -> LoadGate {
     let began = Instant::now();
     loop {
-        let load = loadavg()[0];
+        let load = load_now();
         let waited = began.elapsed();
         if load <= threshold || waited >= max_wait {
             return LoadGate {
@@ -103,7 +116,7 @@ pub fn wait_for_quiet(
             };
         }
         on_wait(load);
-        std::thread::sleep(Duration::from_secs(5).min(max_wait - waited));
+        std::thread::sleep(poll.min(max_wait - waited));
     }
 }
 
@@ -156,6 +169,36 @@ mod tests {
         assert!(floor > 0);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
         assert!(durable_write_floor(Path::new("/nonexistent/dir"), Duration::ZERO).is_err());
+    }
+
+    #[test]
+    fn the_gate_waits_for_the_load_to_fall_and_gives_up_at_its_bound() {
+        let mut loads = [9.0, 8.0, 1.5].into_iter();
+        let mut seen = Vec::new();
+        let gate_ = gate(
+            2.0,
+            Duration::from_secs(10),
+            Duration::from_millis(1),
+            || loads.next().unwrap(),
+            |load| seen.push(load),
+        );
+        assert!(gate_.satisfied);
+        assert_eq!(seen, [9.0, 8.0], "told of each wait");
+        assert_eq!(gate_.loadavg_1m, 1.5);
+        assert!(gate_.waited_s < 5.0, "{}", gate_.waited_s);
+
+        let began = Instant::now();
+        let busy = gate(
+            2.0,
+            Duration::from_millis(60),
+            Duration::from_millis(5),
+            || 9.0,
+            |_| {},
+        );
+        assert!(!busy.satisfied, "{busy:?}");
+        assert_eq!(busy.loadavg_1m, 9.0);
+        assert!(busy.waited_s >= 0.06, "waited its bound: {}", busy.waited_s);
+        assert!(began.elapsed() < Duration::from_secs(5), "and no longer");
     }
 
     #[test]

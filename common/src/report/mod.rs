@@ -527,6 +527,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_load_gate_not_reached_is_said_beside_the_load_it_saw() {
+        let mut report = sample();
+        report.environment.load_gate = Some(crate::environment::LoadGate {
+            threshold: 1.0,
+            waited_s: 120.0,
+            satisfied: false,
+            loadavg_1m: 3.25,
+        });
+        let lines = environment_lines(&report);
+        assert!(
+            lines.contains(&"load gate 1.00: NOT reached after 120s (load 3.25)".to_owned()),
+            "{lines:?}"
+        );
+        report.environment.load_gate.as_mut().unwrap().satisfied = true;
+        assert!(
+            environment_lines(&report)
+                .iter()
+                .any(|l| l.contains("passed after 120s"))
+        );
+    }
+
+    #[test]
     fn verdicts_come_from_intervals_and_invalid_cells_get_none() {
         let judgement = judge(&sample());
         let find = |w: &str, s: &str| {
