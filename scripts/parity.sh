@@ -46,8 +46,8 @@ parity_bin() {
   echo "$dir/$1"
 }
 
-# Splits scheme://user:password@host:port/db into url_user, url_password, url_host, url_port,
-# url_db (empty when absent).
+# Splits scheme://user:password@host:port/db?… into url_user, url_password, url_host, url_port,
+# url_db, and libpq's url_sslmode and url_sslrootcert (each empty when absent).
 parity_url() {
   local rest=${1#*://} auth="" hostport
   if [[ $rest == *@* ]]; then auth=${rest%%@*} rest=${rest#*@}; fi
@@ -58,6 +58,27 @@ parity_url() {
   url_host=${hostport%%:*} url_port=${hostport##*:}
   url_db=""
   [[ $rest == */* ]] && url_db=${rest#*/} && url_db=${url_db%%\?*}
+  url_sslmode="" url_sslrootcert=""
+  if [[ $rest == *\?* ]]; then
+    local pair
+    IFS='&' read -r -a pairs <<<"${rest#*\?}"
+    for pair in "${pairs[@]}"; do
+      case $pair in
+        sslmode=*) url_sslmode=${pair#*=} ;;
+        sslrootcert=*) url_sslrootcert=${pair#*=} ;;
+      esac
+    done
+  fi
+  return 0
+}
+
+# libpq's environment for the URL parity_url read: host, port, user, password, database and its
+# TLS (sslmode, sslrootcert), so psql and pgbench reach the server as the tool does.
+parity_libpq_env() {
+  export PGHOST=$url_host PGPORT=$url_port PGUSER=$url_user PGPASSWORD=$url_password
+  export PGDATABASE=${url_db:-postgres}
+  if [ -n "$url_sslmode" ]; then export PGSSLMODE=$url_sslmode; fi
+  if [ -n "$url_sslrootcert" ]; then export PGSSLROOTCERT=$url_sslrootcert; fi
   return 0
 }
 
