@@ -124,50 +124,90 @@ fn cell_rows(cell: &Cell) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Operations whose record another connection deleted after they chose its key, in words.
-fn raced_delete_markdown(report: &Report) -> String {
+/// A titled list of one line per operation of every cell that `line` has something to say of
+/// (a line said twice is said once); nothing when none has.
+fn operation_notes(
+    cells: &[Cell],
+    title: &str,
+    line: impl Fn(&Cell, &str, &Value) -> Option<String>,
+) -> String {
     let mut lines = Vec::new();
-    for cell in &report.cells {
+    for cell in cells {
         let Some(Value::Object(operations)) = cell.extra.get("operations") else {
             continue;
         };
         for (name, op) in operations {
-            if let Some(raced) = op.get("raced_delete").and_then(Value::as_u64) {
-                lines.push(format!(
-                    "- {} {} {}: {raced} of {} found their record deleted by another connection \
-                     after choosing its key (counted as done: the server's answer was right)",
-                    cell.workload,
-                    cell.system,
-                    name.replace('_', "-"),
-                    op["ok"]
-                ));
+            if let Some(text) = line(cell, &name.replace('_', "-"), op)
+                && !lines.contains(&text)
+            {
+                lines.push(text);
             }
         }
     }
     if lines.is_empty() {
         return String::new();
     }
-    format!("\n**Raced a delete**\n\n{}\n", lines.join("\n"))
+    format!("\n**{title}**\n\n{}\n", lines.join("\n"))
+}
+
+/// Operations whose record another connection deleted after they chose its key, in words.
+fn raced_delete_markdown(report: &Report) -> String {
+    operation_notes(&report.cells, "Raced a delete", |cell, name, op| {
+        let raced = op.get("raced_delete").and_then(Value::as_u64)?;
+        Some(format!(
+            "- {} {} {name}: {raced} of {} found their record deleted by another connection \
+             after choosing its key (counted as done: the server's answer was right)",
+            cell.workload, cell.system, op["ok"]
+        ))
+    })
 }
 
 /// The operations an engine answered another way than the workload says, in words.
 fn answered_by_markdown(report: &Report) -> String {
-    let mut lines = Vec::new();
-    for cell in &report.cells {
-        let Some(Value::Object(operations)) = cell.extra.get("operations") else {
-            continue;
-        };
-        for (name, op) in operations {
-            if let Some(how) = op.get("answered_by").and_then(Value::as_str) {
-                let line = format!("- {} {}: {how}", cell.system, name.replace('_', "-"));
-                if !lines.contains(&line) {
-                    lines.push(line);
-                }
+    operation_notes(
+        &report.cells,
+        "How each engine answered",
+        |cell, name, op| {
+            let how = op.get("answered_by").and_then(Value::as_str)?;
+            Some(format!("- {} {name}: {how}", cell.system))
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn notes_are_one_line_per_operation_said_once_and_nothing_when_none() {
+        let mut cells = Vec::new();
+        for (workload, raced) in [("a", 3), ("b", 0)] {
+            let mut cell = Cell::new(workload, "pg", "ops/s", 2, 1);
+            let mut update = json!({"ok": 10, "answered_by": "a blind write"});
+            if raced > 0 {
+                update["raced_delete"] = json!(raced);
             }
+            cell.extra
+                .insert("operations".into(), json!({ "read_modify_write": update }));
+            cells.push(cell);
         }
+        let how = operation_notes(&cells, "How", |cell, name, op| {
+            Some(format!(
+                "- {} {name}: {}",
+                cell.system,
+                op.get("answered_by")?
+            ))
+        });
+        assert_eq!(
+            how,
+            "\n**How**\n\n- pg read-modify-write: \"a blind write\"\n"
+        );
+        let raced = operation_notes(&cells, "Raced", |cell, _, op| {
+            let n = op.get("raced_delete")?;
+            Some(format!("- {} {n}", cell.workload))
+        });
+        assert_eq!(raced, "\n**Raced**\n\n- a 3\n");
+        assert_eq!(operation_notes(&cells, "None", |_, _, _| None), "");
     }
-    if lines.is_empty() {
-        return String::new();
-    }
-    format!("\n**How each engine answered**\n\n{}\n", lines.join("\n"))
 }
