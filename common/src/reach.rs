@@ -51,9 +51,7 @@ impl Reach {
     pub fn tls(&self, spec: &TargetSpec) -> Result<TlsSettings, TargetError> {
         Ok(TlsSettings::from_url(&spec.url, self.insecure_skip_verify)?)
     }
-}
 
-impl Reach {
     /// Refuses, in one line, a URL that asks for TLS (a mode that may use it, or a CA file) for
     /// a system whose client here speaks plaintext only: `why` says why, and nothing is
     /// connected in plaintext behind the user's back.

@@ -14,7 +14,7 @@ use std::process::Command;
 use common::exit::Exit;
 use common::testing::{
     assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
-    with_param, without_tls,
+    client_output, with_param, without_tls,
 };
 use support::*;
 
@@ -226,24 +226,13 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
 
 /// `redis-cli` against the plaintext port of the same Redis, for the ACL set-up; its answer.
 fn redis_cli(url: &str, command: &[&str]) -> String {
-    let rest = url.split_once("://").unwrap().1;
-    let (host, port) = rest
-        .split(['/', '?'])
-        .next()
-        .unwrap()
-        .split_once(':')
-        .unwrap();
-    let out = Command::new("redis-cli")
-        .args(["-h", host, "-p", port])
-        .args(command)
-        .output()
-        .expect("redis-cli (Debian's redis-tools, installed by the test command)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    let (host, port) = common::urlparts::host_port(url).expect("a host");
+    let port = port.expect("a port").to_string();
+    client_output(
+        Command::new("redis-cli")
+            .args(["-h", &host, "-p", &port])
+            .args(command),
+    )
 }
 
 #[test]

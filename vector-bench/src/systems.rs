@@ -12,6 +12,7 @@ use common::procstat::{ServerPid, own_rss, tree_rss_bytes};
 use common::progress::Progress;
 use common::results::{Cell, Location, Status, SystemInfo};
 use common::run::Recording;
+use common::target::described_system;
 use serde_json::{Value, json};
 
 use crate::dataset::Dataset;
@@ -63,14 +64,15 @@ pub async fn connect_all(
         let description = target.describe().await?;
         let identity = target.identity();
         let mut info = SystemInfo {
-            name: identity.name.clone(),
-            kind: identity.kind.clone(),
-            url_redacted: identity.url_redacted.clone(),
-            version: description.version,
             verified: description.settings,
-            location: description.location,
-            data_dir: description.data_dir.map(|d| d.display().to_string()),
-            ..SystemInfo::default()
+            ..described_system(
+                identity.name.clone(),
+                &identity.kind,
+                &identity.url_redacted,
+                &description.version,
+                description.data_dir.as_deref(),
+                description.location,
+            )
         };
         if let Some(tls) = target.tls() {
             tls.record(&mut info);

@@ -221,31 +221,37 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> T {
         .block_on(future)
 }
 
-/// Runs SQL against a PostgreSQL server with the `psql` the server package installs.
-pub fn psql(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .args([
-            url,
-            "-X",
-            "-q",
-            "-t",
-            "-A",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            sql,
-        ])
+/// Runs an independent client a test sets a server up with (`psql`, `mariadb`, `redis-cli`):
+/// its standard output, trimmed; the test fails with the client's stderr when it fails.
+pub fn client_output(command: &mut std::process::Command) -> String {
+    let name = command.get_program().to_string_lossy().into_owned();
+    let out = command
         .output()
-        .expect("psql runs");
+        .unwrap_or_else(|e| panic!("{name} runs (the test command installs it): {e}"));
     assert!(
         out.status.success(),
-        "psql failed: {}",
+        "{name} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout)
-        .expect("UTF-8 from psql")
+        .unwrap_or_else(|_| panic!("UTF-8 from {name}"))
         .trim()
         .to_owned()
+}
+
+/// Runs SQL against a PostgreSQL server with the `psql` the server package installs.
+pub fn psql(url: &str, sql: &str) -> String {
+    client_output(std::process::Command::new("psql").args([
+        url,
+        "-X",
+        "-q",
+        "-t",
+        "-A",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-c",
+        sql,
+    ]))
 }
 
 /// Replaces the database of a URL (`…/postgres` → `…/other`).

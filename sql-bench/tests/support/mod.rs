@@ -89,29 +89,20 @@ pub fn mariadb(url: &str, sql: &str) -> String {
     let (user, password) = userinfo.split_once(':').unwrap();
     let hostport = hostpart.split('/').next().unwrap();
     let (host, port) = hostport.split_once(':').unwrap();
-    let out = std::process::Command::new("mariadb")
-        .args([
-            "--no-defaults",
-            "-h",
-            host,
-            "-P",
-            port,
-            "-u",
-            user,
-            &format!("-p{password}"),
-            "-N",
-            "-B",
-            "-e",
-            sql,
-        ])
-        .output()
-        .expect("the mariadb client runs");
-    assert!(
-        out.status.success(),
-        "mariadb failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    common::testing::client_output(std::process::Command::new("mariadb").args([
+        "--no-defaults",
+        "-h",
+        host,
+        "-P",
+        port,
+        "-u",
+        user,
+        &format!("-p{password}"),
+        "-N",
+        "-B",
+        "-e",
+        sql,
+    ]))
 }
 
 pub fn scripts_dir() -> PathBuf {

@@ -300,16 +300,17 @@ impl<S> YcsbOp<S> {
         }
     }
 
-    /// Whether a delete claimed the chosen key after it was chosen (choosers redraw keys already
-    /// claimed, and deletes claim each key once, so no other absence is explained).
-    fn deleted_since_chosen(&self, kind: Kind) -> bool {
-        kind != Kind::Delete && self.keynum < self.mix.keys.deleted_below()
+    /// Whether a delete claimed the key of the operation under way after it was chosen
+    /// (choosers redraw keys already claimed, and deletes claim each key once, so no other
+    /// absence is explained).
+    fn deleted_since_chosen(&self) -> bool {
+        self.last != Kind::Delete && self.keynum < self.mix.keys.deleted_below()
     }
 
     fn check_found(&mut self, what: &str, got: Option<Fetched>) -> Result<(), OpError> {
         match got {
             Some(got) => self.check_fetched(what, got, 1),
-            None if self.deleted_since_chosen(self.last) => {
+            None if self.deleted_since_chosen() => {
                 self.raced_delete = true;
                 Ok(())
             }
@@ -320,7 +321,7 @@ impl<S> YcsbOp<S> {
     fn check_one_row(&mut self, what: &str, rows: u64) -> Result<(), OpError> {
         if rows == 1 {
             Ok(())
-        } else if rows == 0 && self.deleted_since_chosen(self.last) {
+        } else if rows == 0 && self.deleted_since_chosen() {
             self.raced_delete = true;
             Ok(())
         } else {
