@@ -225,15 +225,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
             }
             Err(_) => (0, 0),
         };
-        // Two figures in one payload: acknowledged in the high bits, possible in the low.
-        let sums = worker
-            .sync((acknowledged << 32) | possible.min(u64::from(u32::MAX)))
-            .await?;
-        let (all_acknowledged, all_possible) = if worker.is_part() {
-            (sums >> 32, sums & u64::from(u32::MAX))
-        } else {
-            (acknowledged, possible)
-        };
+        let (all_acknowledged, all_possible) = worker.sync_pair(acknowledged, possible).await?;
         if ran.is_ok() && worker.prepares() {
             verify_writes(system, all_acknowledged, all_possible, round, b).await;
         }

@@ -172,30 +172,23 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     run.finish(&GeoReport)
 }
 
-/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
-/// block records the failure, results.json is written, and the error (exit 3) goes back.
+/// The run stopped at the barrier: every cell not yet measured in full says why, and the
+/// error (exit 3) goes back with results.json written.
 fn stopped(
-    mut run: Recording,
+    run: Recording,
     worker: &Worker,
     builders: &mut [Vec<Option<Builder>>],
     plan: &crate::plan::Plan,
     error: BarrierError,
 ) -> anyhow::Error {
+    let mut unfinished = Vec::new();
     for (wi, row) in builders.iter_mut().enumerate() {
         for b in row.iter_mut().flatten() {
             b.mark(Status::Error, format!("stopped: {error}"));
-            run.report
-                .upsert_cell(finish_cell(b, &plan.workloads[wi], 0));
+            unfinished.push(finish_cell(b, &plan.workloads[wi], 0));
         }
     }
-    run.report.worker = worker.info();
-    run.report
-        .notes
-        .push(format!("The run stopped at the start barrier: {error}."));
-    if let Err(e) = run.save() {
-        return anyhow::Error::from(e).context(error.to_string());
-    }
-    error.into()
+    run.stopped_at_barrier(unfinished, worker.info(), error)
 }
 
 /// Removes fairbench's data from every system it prepared, unless asked to keep it.

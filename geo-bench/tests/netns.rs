@@ -9,12 +9,13 @@ mod support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use common::histogram::decode_histogram;
 use common::results::{Report, Status};
 use common::testing::netns::Namespaces;
+use common::testing::process::{self, Started, start};
 use common::testing::{read_report, servers_required};
 use support::assert_matches_schema;
 
@@ -23,24 +24,6 @@ const GEO_BENCH: &str = env!("CARGO_BIN_EXE_geo-bench");
 const BARRIER_PORT: u16 = 7519;
 /// No worker process runs longer than this (the load loops are bounded by their windows).
 const PROCESS_LIMIT: Duration = Duration::from_secs(90);
-
-/// A process the test started, killed (by its PID) and reaped when dropped; its stderr goes
-/// to a file (a pipe nobody reads while it runs could fill and stop it).
-struct Started(Child, PathBuf);
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `command` started with its stderr in `log`.
-fn start(command: &mut Command, log: PathBuf) -> Started {
-    let file = std::fs::File::create(&log).unwrap();
-    let child = command.stdout(Stdio::null()).stderr(file).spawn().unwrap();
-    Started(child, log)
-}
 
 /// A Redis of the test's own on the host's bridge address, the only address it listens on
 /// (the shared one listens on 127.0.0.1, which a namespace cannot reach). Protected mode off:
@@ -109,23 +92,9 @@ fn worker(
     start(&mut command, root.join(format!("worker-{index}.stderr")))
 }
 
-/// Waits for a process of the test, bounded; its exit status and what it printed on stderr.
-fn finish(mut process: Started) -> (ExitStatus, String) {
-    let deadline = Instant::now() + PROCESS_LIMIT;
-    let status = loop {
-        if let Some(status) = process.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a process of the test ran past {PROCESS_LIMIT:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (
-        status,
-        std::fs::read_to_string(&process.1).unwrap_or_default(),
-    )
+/// Waits for a process of the test, bounded: its exit status and what it printed on stderr.
+fn finish(process: Started) -> (ExitStatus, String) {
+    process::finish(process, PROCESS_LIMIT)
 }
 
 /// `geo-bench merge` of `parts` on the host, as the merge Job runs it.
@@ -136,18 +105,6 @@ fn merge(parts: &[PathBuf], expect: usize, output: &Path) -> (ExitStatus, String
         .arg(output)
         .args(parts);
     finish(start(&mut command, output.with_extension("stderr")))
-}
-
-/// Drops the namespaces and checks that none is left.
-fn remove_and_check(net: Namespaces) {
-    let names: Vec<String> = (0..2).map(|i| net.name(i)).collect();
-    drop(net);
-    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let left = String::from_utf8_lossy(&left.stdout);
-    assert!(
-        names.iter().all(|n| !left.contains(n.as_str())),
-        "namespaces left behind: {left}"
-    );
 }
 
 fn barrier(report: &Report) -> &common::scale::BarrierRecord {
@@ -251,7 +208,7 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
             assert!((m - (x + y)).abs() <= 1e-9 * (x + y), "{}", c.workload);
         }
     }
-    remove_and_check(net);
+    net.remove_and_check();
     eprintln!("two workers in namespaces: {:?}", started.elapsed());
 }
 
@@ -289,5 +246,5 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
     );
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(!dir.path().join("merged").exists(), "nothing merged");
-    remove_and_check(net);
+    net.remove_and_check();
 }

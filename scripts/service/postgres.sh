@@ -5,6 +5,8 @@
 # initdb (a cold copy: nothing has started yet), so it costs no initdb of its own.
 # Exports FAIRBENCH_TEST_POSTGRES_URL, FAIRBENCH_TEST_POSTGRES_TLS_URL (sslmode=verify-full with
 # the test CA) and FAIRBENCH_TEST_POSTGRES_TLS_MISMATCH_URL (the same server at 127.0.0.2).
+# FAIRBENCH_PG_LISTEN=ADDRESS puts the first instance on that address instead of 127.0.0.1, with
+# passwords accepted from its /24 (the host side of a test's network namespaces).
 
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
@@ -13,7 +15,7 @@ install_postgres() {
 }
 
 start_postgres() {
-  local state=$1 dir=$1/postgres port
+  local state=$1 dir=$1/postgres port listen=${FAIRBENCH_PG_LISTEN:-127.0.0.1}
   [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 is not installed (scripts/install-servers postgres)"
   port=$(free_port "${FAIRBENCH_PG_PORT:-55432}")
   mkdir -p "$dir"
@@ -23,12 +25,15 @@ start_postgres() {
     --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
   _prepare_postgres_tls "$state"
+  if [ "$listen" != 127.0.0.1 ]; then
+    echo "host all all ${listen%.*}.0/24 scram-sha-256" >>"$dir/data/pg_hba.conf"
+  fi
   as_user postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -c listen_addresses=127.0.0.1 -k $dir -c max_connections=200" start >/dev/null \
+    -o "-p $port -c listen_addresses=$listen -k $dir -c max_connections=200" start >/dev/null \
     || { cat "$dir/server.log" >&2; die "PostgreSQL did not start"; }
   head -1 "$dir/data/postmaster.pid" >"$state/postgres.pid"
-  log "PostgreSQL on 127.0.0.1:$port (pid $(cat "$state/postgres.pid"), data $dir/data)"
-  echo "export FAIRBENCH_TEST_POSTGRES_URL=postgres://fairbench:$PASSWORD@127.0.0.1:$port/postgres"
+  log "PostgreSQL on $listen:$port (pid $(cat "$state/postgres.pid"), data $dir/data)"
+  echo "export FAIRBENCH_TEST_POSTGRES_URL=postgres://fairbench:$PASSWORD@$listen:$port/postgres"
   _start_postgres_tls "$state"
 }
 

@@ -85,6 +85,10 @@ pub struct Mix {
     /// This window's number, unique in the run; it owns a disjoint range of write keys.
     pub window: u64,
     pub seed: u64,
+    /// The run-wide index of this process's first connection: 0 alone, the start of its
+    /// share on one of several workers (`common::scale::Segment`), so the keys each connection
+    /// writes and the stream it reads with stay its own across machines.
+    pub first_connection: usize,
 }
 
 impl Mix {
@@ -106,6 +110,7 @@ pub struct CrudOp<S> {
 
 impl<S> CrudOp<S> {
     pub fn new(worker: usize, session: S, mix: &Mix) -> CrudOp<S> {
+        let worker = mix.first_connection + worker;
         let stream = (mix.window << 16) | worker as u64;
         CrudOp {
             session,
@@ -317,6 +322,7 @@ mod tests {
             values: vec!["abcd".to_owned()].into(),
             window,
             seed: 1,
+            first_connection: 0,
         };
         let a = CrudOp::new(0, (), &mix(1));
         let b = CrudOp::new(1, (), &mix(1));
@@ -326,6 +332,21 @@ mod tests {
         let (low, high) = mix(1).write_key_range();
         assert!(low <= a.write_key(0) && last_of_a < high);
         assert_eq!(c.write_key(0), high);
+        // A second machine's first connection is the run's third: its keys are the third's,
+        // never the first's.
+        let on_second_worker = CrudOp::new(
+            0,
+            (),
+            &Mix {
+                first_connection: 2,
+                ..mix(1)
+            },
+        );
+        assert_eq!(
+            on_second_worker.write_key(7),
+            CrudOp::new(2, (), &mix(1)).write_key(7)
+        );
+        assert!(on_second_worker.write_key(0) > b.write_key((1 << WORKER_SHIFT) - 1));
         let max_window = CrudOp::new(MAX_CONNECTIONS as usize - 1, (), &mix(MAX_WINDOWS - 1));
         assert!(
             max_window.write_key(5) > 0,
@@ -342,6 +363,7 @@ mod tests {
             values: vec!["abcd".to_owned()].into(),
             window: 3,
             seed: 42,
+            first_connection: 0,
         };
         let mut op = CrudOp::new(0, (), &mix);
         let reads: Vec<i64> = (0..10_000).filter_map(|_| op.next_read()).collect();

@@ -481,3 +481,47 @@ fn a_wrong_password_is_refused_with_the_server_message() {
     assert!(error.contains("Access denied"), "{error}");
     assert!(!out.exists());
 }
+
+/// Several workers of a crud run need a server they all reach and a connection each; the
+/// suites that do not run as workers say so. Each refusal is one line, and no folder is left.
+#[test]
+fn worker_mode_refuses_an_embedded_engine_too_few_connections_and_the_other_suites() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let barrier = format!("127.0.0.1:{}", common::testing::free_port());
+    let workers = [
+        "--worker-count",
+        "2",
+        "--barrier",
+        &barrier,
+        "--run-id",
+        "r1",
+    ];
+    let cases: [(&str, Vec<&str>, &str); 3] = [
+        (
+            "crud",
+            [
+                &workers[..],
+                &["--barrier-timeout", "1s", "--workloads", "read-4c"],
+            ]
+            .concat(),
+            "sqlite: an embedded engine lives inside each worker's process, so 2 workers would measure 2 separate databases",
+        ),
+        (
+            "crud",
+            [&workers[..], &["--workloads", "read-4c,write-1c"]].concat(),
+            "write 1c: 1 connection(s) cannot be shared by 2 workers",
+        ),
+        (
+            "app",
+            workers.to_vec(),
+            "sql-bench app does not run as several workers yet",
+        ),
+    ];
+    for (suite, extra, expected) in cases {
+        let error = format!("{:#}", run(&args(suite, &out, &extra)).unwrap_err());
+        assert!(error.contains(expected), "{extra:?}: {error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(!out.exists(), "{extra:?} left {out:?} behind");
+    }
+}

@@ -34,7 +34,8 @@ use crate::exit::Exit;
 use crate::export::{ToolReport, exporters};
 use crate::options::CommonOpts;
 use crate::progress::Progress;
-use crate::results::{Cell, DataInfo, Location, Report, SystemInfo};
+use crate::results::{Cell, DataInfo, Location, Report, SystemInfo, WorkerInfo};
+use crate::scale::BarrierError;
 use crate::writer::{ResultsDir, WriteError};
 
 /// Time spent measuring each durable-write floor.
@@ -90,11 +91,12 @@ impl Lifecycle {
         options: &impl Serialize,
         interrupt: Arc<AtomicBool>,
     ) -> anyhow::Result<Lifecycle> {
-        if common.worker_count > 1 && !crate::scale::WORKER_TOOLS.contains(&tool.name) {
+        if common.worker_count > 1 && !crate::scale::runs_as_workers(tool.name, tool.suite) {
             anyhow::bail!(
-                "--worker-count {}: {} does not run as several workers yet (only {} do); run it on one machine",
+                "--worker-count {}: {} {} does not run as several workers yet (only {} do); run it on one machine",
                 common.worker_count,
                 tool.name,
+                tool.suite,
                 crate::scale::WORKER_TOOLS.join(", ")
             );
         }
@@ -244,6 +246,28 @@ impl Recording {
     /// Rewrites `results.json` as the report stands.
     pub fn save(&self) -> Result<(), WriteError> {
         self.results.write_results(&self.report)
+    }
+
+    /// The run of several workers stopped at the start barrier: `unfinished` are the cells
+    /// not measured in full, each already saying why; the `worker` block records the failure,
+    /// results.json is written, and the barrier's error (its own exit code) goes back.
+    pub fn stopped_at_barrier(
+        mut self,
+        unfinished: Vec<Cell>,
+        worker: Option<WorkerInfo>,
+        error: BarrierError,
+    ) -> anyhow::Error {
+        for cell in unfinished {
+            self.report.upsert_cell(cell);
+        }
+        self.report.worker = worker;
+        self.report
+            .notes
+            .push(format!("The run stopped at the start barrier: {error}."));
+        if let Err(e) = self.save() {
+            return anyhow::Error::from(e).context(error.to_string());
+        }
+        error.into()
     }
 
     /// Closes the run: the end of the environment, the verdicts, every export written once,

@@ -73,6 +73,15 @@ pub fn render(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Result<S
     if name.is_empty() {
         return Err("--name must hold letters or digits".into());
     }
+    // A tool of suites takes the suite first (`sql-bench k8s-manifest … -- crud --target …`).
+    let suite = args.args.first().filter(|a| !a.starts_with('-'));
+    if !super::runs_as_workers(tool, suite.map_or("", String::as_str)) {
+        return Err(format!(
+            "{tool}{} does not run as several workers yet (only {} do): a manifest of it would run N full copies",
+            suite.map(|s| format!(" {s}")).unwrap_or_default(),
+            super::WORKER_TOOLS.join(", ")
+        ));
+    }
     for flag in [
         "--worker-index",
         "--worker-count",
@@ -340,5 +349,17 @@ mod tests {
         );
         let error = render(&args(&["--output=x"]), "geo-bench", "r").unwrap_err();
         assert!(error.starts_with("--output is set"), "{error}");
+    }
+
+    #[test]
+    fn only_a_tool_or_suite_that_runs_as_workers_gets_a_manifest() {
+        assert!(render(&args(&["crud", "--target", "x"]), "sql-bench", "r").is_ok());
+        let error = render(&args(&["app", "--target", "x"]), "sql-bench", "r").unwrap_err();
+        assert!(
+            error.starts_with("sql-bench app does not run as several workers yet"),
+            "{error}"
+        );
+        let error = render(&args(&["--target", "x"]), "sql-bench", "r").unwrap_err();
+        assert!(error.starts_with("sql-bench does not run"), "{error}");
     }
 }

@@ -16,6 +16,17 @@ pub use segment::Segment;
 pub use worker::{PER_WORKER_OPTIONS, Worker, options_hash};
 // The blocks results.json carries are defined with it: `crate::results::{WorkerInfo, WorkerPart, WorkerCell}`.
 
-/// The tools whose runs take `--worker-count` above 1 (the others refuse it, rather than run
-/// N full copies that no merge could add up).
-pub const WORKER_TOOLS: &[&str] = &["geo-bench"];
+/// The tools (every suite of one: `geo-bench`) or suites of a tool (`sql-bench crud`) whose
+/// runs take `--worker-count` above 1; the others refuse it, rather than run N full copies
+/// that no merge could add up.
+pub const WORKER_TOOLS: &[&str] = &["geo-bench", "sql-bench crud"];
+
+/// Whether `tool`'s suite `suite` runs as several workers ([`WORKER_TOOLS`]).
+pub fn runs_as_workers(tool: &str, suite: &str) -> bool {
+    WORKER_TOOLS
+        .iter()
+        .any(|entry| match entry.split_once(' ') {
+            Some((t, s)) => t == tool && s == suite,
+            None => *entry == tool,
+        })
+}

@@ -116,6 +116,18 @@ impl Worker {
         }
     }
 
+    /// Waits at the barrier with two figures of this worker's (each below 2³², as counts of
+    /// one window are) and gets back each one's sum over all workers (free without workers).
+    pub async fn sync_pair(&mut self, a: u64, b: u64) -> Result<(u64, u64), BarrierError> {
+        let low = u64::from(u32::MAX);
+        let sums = self.sync((a.min(low) << 32) | b.min(low)).await?;
+        Ok(if self.is_part() {
+            (sums >> 32, sums & low)
+        } else {
+            (a, b)
+        })
+    }
+
     /// Stops every worker of the run (worker 0 tells the others).
     pub async fn abort(&mut self, reason: &str) {
         if let Some(barrier) = &mut self.barrier {

@@ -4,13 +4,15 @@
 //! the check that no secret reached anything a run wrote, what a test asserts of a run's
 //! outcome (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and
 //! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
-//! real browser; network namespaces for tests of several workers ([`netns`]).
+//! real browser; network namespaces for tests of several workers ([`netns`]) and the processes
+//! such a test starts ([`process`]).
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
 pub mod netns;
 mod order;
 mod outcome;
+pub mod process;
 pub mod tooling;
 
 #[cfg(any(test, feature = "browser"))]

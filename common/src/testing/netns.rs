@@ -86,6 +86,17 @@ impl Namespaces {
         command
     }
 
+    /// Removes everything made now, and panics when a namespace is left behind.
+    pub fn remove_and_check(self) {
+        let names: Vec<String> = (0..self.count).map(|i| self.name(i)).collect();
+        drop(self);
+        let left = ip_output(&["netns", "list"]);
+        assert!(
+            names.iter().all(|n| !left.contains(n.as_str())),
+            "namespaces left behind: {left}"
+        );
+    }
+
     fn bridge(&self) -> String {
         format!("{PREFIX}{}b", self.pid)
     }

@@ -1,7 +1,8 @@
 //! A PostgreSQL of one test's own, started by `scripts/services` in a temporary directory, for a
-//! test that crashes it mid-run: the crash comes from a watcher thread once the run's
-//! `results.json` shows what the test wants measured first, and the server is stopped when the
-//! test ends, whatever happened.
+//! test that crashes it mid-run (the crash comes from a watcher thread once the run's
+//! `results.json` shows what the test wants measured first) or that reaches it from network
+//! namespaces (on the host side's address); the server is stopped when the test ends, whatever
+//! happened.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +23,12 @@ impl DoomedPostgres {
     /// Starts it on `port`; `None` (the test is skipped) when PostgreSQL 15 is not installed
     /// and the test command does not require the servers.
     pub fn start(port: u16) -> Option<DoomedPostgres> {
+        DoomedPostgres::start_on(None, port)
+    }
+
+    /// As [`DoomedPostgres::start`], listening on `address` (passwords accepted from its /24)
+    /// instead of 127.0.0.1 when one is given.
+    pub fn start_on(address: Option<std::net::Ipv4Addr>, port: u16) -> Option<DoomedPostgres> {
         if !Path::new("/usr/lib/postgresql/15/bin/initdb").exists() {
             assert!(
                 !servers_required(),
@@ -35,6 +42,7 @@ impl DoomedPostgres {
         let started = Command::new(&services)
             .args(["start", state.path().to_str().unwrap(), "postgres"])
             .env("FAIRBENCH_PG_PORT", port.to_string())
+            .envs(address.map(|a| ("FAIRBENCH_PG_LISTEN", a.to_string())))
             .output()
             .unwrap();
         assert!(

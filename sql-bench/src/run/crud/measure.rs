@@ -9,12 +9,13 @@ use common::phases::window_line;
 use common::protocol::{CellBuilder, Round, schedule};
 use common::results::{Cell, Location, Report, Status};
 use common::run::Recording;
+use common::scale::{BarrierError, Segment, Worker};
 use common::window::WindowPlan;
 
 use super::cluster;
 use super::system::{System, tables};
 use crate::opts::CrudOpts;
-use crate::session::{Kind, KvWindow, Mix};
+use crate::session::{Kind, Mix};
 use crate::suites::crud::workload::Workload;
 use crate::targets::{KvTable, Target};
 
@@ -38,6 +39,7 @@ pub(super) fn builders(
     opts: &CrudOpts,
     workloads: &[Workload],
     systems: &[System],
+    segment: Segment,
 ) -> Vec<Vec<CellBuilder>> {
     let common = &opts.common;
     workloads
@@ -50,7 +52,7 @@ pub(super) fn builders(
                         &w.to_string(),
                         s.name(),
                         "ops/s",
-                        w.connections,
+                        segment.share(w.connections.into()) as u32,
                         common.rounds,
                     );
                     let mut b = CellBuilder::new(cell, common.ceiling);
@@ -72,44 +74,53 @@ pub(super) fn builders(
         .collect()
 }
 
+/// Why the measurement stopped before the end of its schedule.
+pub(super) enum Stopped {
+    /// At the barrier of a run on several workers; the run ends with the barrier's code.
+    Barrier(BarrierError),
+    /// Anything else: opening the sessions failed, or results.json could not be written.
+    Failed(anyhow::Error),
+}
+
 /// Measures every window of the schedule (warm-ups discarded, systems in alternating order),
-/// recording each cell the moment its window is done; stops early when interrupted.
+/// recording each cell the moment its window is done; stops early when interrupted. On
+/// several workers every window opens at the barrier (measured or not, so every worker meets
+/// the same rounds), and after a write window worker 0 checks the rows against every worker's
+/// acknowledgements.
 pub(super) async fn all(
     opts: &CrudOpts,
     grid: &mut Grid<'_>,
     values: Arc<[String]>,
     run: &mut Recording,
-) -> anyhow::Result<()> {
+    worker: &mut Worker,
+) -> Result<(), Stopped> {
     let common = &opts.common;
+    let segment = worker.segment;
     let (_, write_table) = tables(opts);
     let plan = WindowPlan {
         duration: common.duration,
         ceiling: common.ceiling,
-        rate_per_s: common.rate,
+        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
         interrupt: run.interrupt().clone(),
         progress: run.progress().sender(),
     };
-    let mut window: u64 = 0;
     let steps = schedule(
         grid.workloads.len(),
         grid.systems.len(),
         common.warmup,
         common.rounds,
     );
-    for step in steps {
+    for (window, step) in (1..).zip(steps) {
         if run.interrupted() {
             break;
         }
         let workload = &grid.workloads[step.workload];
         let builder = &mut grid.builders[step.workload][step.system];
         let system = &mut grid.systems[step.system];
-        let Some(workers) = system.workers.as_mut() else {
-            continue;
-        };
-        if !builder.is_live() {
+        let live = builder.is_live() && system.workers.is_some();
+        if !live && !worker.is_part() {
             continue;
         }
-        window += 1;
         let mix = Mix {
             kind: workload.kind,
             read_keys: opts.read_rows as i64,
@@ -117,47 +128,72 @@ pub(super) async fn all(
             values: values.clone(),
             window,
             seed: common.seed,
+            first_connection: segment.start(workload.connections.into()) as usize,
         };
         let label = format!(
             "{workload} · {} · {}",
             system.info.name,
             step.round.label(common.warmup, common.rounds)
         );
-        run.progress().window(label.clone(), common.duration);
-        match workers
-            .run_window(workload.connections as usize, &mix, &plan)
-            .await
-        {
-            Ok(outcome) => {
-                builder.add(step.round, &outcome.outcome);
-                if workload.kind != Kind::Read {
-                    let checked = Checked {
-                        table: write_table,
-                        mix: &mix,
-                        window: &outcome,
-                        round: step.round,
-                    };
-                    verify_writes(system.target.as_mut(), checked, builder).await;
+        worker.sync(0).await.map_err(Stopped::Barrier)?;
+        let ran = match system.workers.as_mut().filter(|_| live) {
+            Some(workers) => {
+                run.progress().window(label.clone(), common.duration);
+                let n = segment.share(workload.connections.into()) as usize;
+                Some(workers.run_window(n, &mix, &plan).await)
+            }
+            None => None,
+        };
+        if workload.kind != Kind::Read {
+            let (acknowledged, possible) = match &ran {
+                Some(Ok(window)) => {
+                    let c = window.outcome.recorder.counts;
+                    (window.inserts_acknowledged, c.error + c.timeout)
                 }
+                _ => (0, 0),
+            };
+            let (acknowledged, possible) = worker
+                .sync_pair(acknowledged, possible)
+                .await
+                .map_err(Stopped::Barrier)?;
+            if matches!(ran, Some(Ok(_))) && worker.prepares() {
+                let checked = Checked {
+                    table: write_table,
+                    mix: &mix,
+                    acknowledged,
+                    possible,
+                    round: step.round,
+                };
+                verify_writes(system.target.as_mut(), checked, builder).await;
+            }
+        }
+        match ran {
+            None => continue,
+            Some(Ok(outcome)) => {
+                builder.add(step.round, &outcome.outcome);
                 run.progress()
                     .line(window_line(&label, &outcome.outcome, "ops/s"));
             }
-            Err(message) => {
+            Some(Err(message)) => {
                 let reason = format!("{}: {message}", round_name(step.round));
                 builder.mark(Status::Error, reason);
                 run.progress().line(format!("{label}: {message}"));
             }
         }
-        run.record(builder.to_cell())?;
+        run.report.worker = worker.info();
+        run.record(builder.to_cell())
+            .map_err(|e| Stopped::Failed(e.into()))?;
     }
     Ok(())
 }
 
-/// What one write window is checked against.
+/// What one write window is checked against: the inserts every worker's connections
+/// acknowledged, and how many more may have written their row (errors and timeouts).
 struct Checked<'a> {
     table: KvTable,
     mix: &'a Mix,
-    window: &'a KvWindow,
+    acknowledged: u64,
+    possible: u64,
     round: Round,
 }
 
@@ -165,13 +201,12 @@ struct Checked<'a> {
 /// acknowledged insert, at most those plus the ones whose outcome is unknown.
 async fn verify_writes(target: &mut dyn Target, checked: Checked<'_>, builder: &mut CellBuilder) {
     let (low, high) = checked.mix.write_key_range();
-    let counts = checked.window.outcome.recorder.counts;
     let round = round_name(checked.round);
     match target.count_kv(checked.table, low, high).await {
         Ok(found) => {
             // Failed or abandoned operations may or may not have written their row.
-            let min = checked.window.inserts_acknowledged;
-            let max = min + counts.error + counts.timeout;
+            let min = checked.acknowledged;
+            let max = min + checked.possible;
             if found < min || found > max {
                 builder.mark(
                     Status::Invalid,

@@ -1,7 +1,8 @@
 //! `sql-bench crud`, as its phases: plan (every input checked before anything is touched) →
 //! connect, describe, verify durability and each cluster → prepare and verify the tables →
 //! begin the report → warm up and measure, interleaved → read each cluster again → record →
-//! render, on common's run lifecycle.
+//! render, on common's run lifecycle. As one of several workers (`--worker-count`), each
+//! window opens at common's barrier and worker 0 alone prepares, checks and cleans up.
 
 mod cluster;
 mod measure;
@@ -13,8 +14,11 @@ use std::sync::atomic::AtomicBool;
 use anyhow::bail;
 use common::options::TargetSpec;
 use common::progress::Progress;
+use common::results::{Location, Report, Status};
 use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::scale::{Segment, Worker};
 
+use self::measure::Stopped;
 use self::system::{System, measured, tables};
 use crate::opts::CrudOpts;
 use crate::report::crud::CrudReport;
@@ -32,15 +36,31 @@ const TOOL: Tool = Tool {
 
 /// Runs the suite. Bad input fails before any system's data is touched.
 pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    let workloads = plan(opts)?;
+    let segment =
+        Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
+    let workloads = plan(opts, segment)?;
     let specs = systems::plan_targets(&opts.common)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+        Ok(worker) => worker,
+        Err(e) => return Err(lifecycle.abandon(e.into())),
+    };
     let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
-    let sessions = workloads.iter().map(|w| w.connections).max().unwrap_or(1) as usize;
-    let prepared = prepare(opts, &specs, &data, sessions, &lifecycle).await;
+    let sessions = workloads
+        .iter()
+        .map(|w| segment.share(w.connections.into()))
+        .max()
+        .unwrap_or(1) as usize;
+    let prepared = prepare(opts, &specs, &data, &lifecycle, &worker).await;
     let mut systems = match prepared {
         Ok(systems) => systems,
-        Err(e) => return Err(lifecycle.abandon(e)),
+        Err(e) => {
+            worker
+                .abort(&format!("worker {} could not prepare: {e}", segment.index))
+                .await;
+            return Err(lifecycle.abandon(e));
+        }
     };
     let mut run = lifecycle.begin(Begin {
         section: cluster::section(opts),
@@ -50,18 +70,53 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
         notes: measure::notes(opts, &systems),
     })?;
     cluster::record_evidence(opts, &systems, &mut run.report);
-    let mut builders = measure::builders(opts, &workloads, &systems);
+    let mut builders = measure::builders(opts, &workloads, &systems, segment);
     for b in builders.iter().flatten() {
         run.report.upsert_cell(b.to_cell());
     }
+    run.report.worker = worker.info();
     run.save()?;
+    // Every worker waits here until worker 0 has made the tables, then opens its sessions.
+    let opened = match worker.sync(0).await {
+        Ok(_) => open_sessions(opts, &mut systems, sessions, &worker, &mut run.report).await,
+        Err(e) => Err(Stopped::Barrier(e)),
+    };
     let values: Arc<[String]> = data.write_values.clone().into();
     let mut grid = measure::Grid {
         workloads: &workloads,
         systems: &mut systems,
         builders: &mut builders,
     };
-    measure::all(opts, &mut grid, values, &mut run).await?;
+    let measured = match opened {
+        Ok(()) => measure::all(opts, &mut grid, values, &mut run, &mut worker).await,
+        Err(stopped) => Err(stopped),
+    };
+    // Worker 0 reads the clusters again and cleans up only once every worker is done.
+    let closed = match measured {
+        Ok(()) => worker.sync(0).await.map_err(Stopped::Barrier),
+        Err(stopped) => Err(stopped),
+    };
+    match closed {
+        Ok(_) => {}
+        Err(Stopped::Failed(e)) => {
+            worker
+                .abort(&format!("worker {} stopped: {e:#}", worker.segment.index))
+                .await;
+            return Err(e);
+        }
+        Err(Stopped::Barrier(error)) => {
+            let unfinished = builders
+                .iter_mut()
+                .flatten()
+                .map(|b| {
+                    b.mark(Status::Error, format!("stopped: {error}"));
+                    b.to_cell()
+                })
+                .collect();
+            return Err(run.stopped_at_barrier(unfinished, worker.info(), error));
+        }
+    }
+    run.report.worker = worker.info();
     if run.interrupted() {
         // Said here, before what the clusters and the floors add, as every report orders it.
         run.report
@@ -70,12 +125,15 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     }
     cluster::recheck(opts, &mut systems, &mut builders, &mut run.report).await;
     measure::floor_notes(&mut run.report);
-    cleanup(opts, &mut systems, &mut run.report.notes).await;
+    if worker.prepares() {
+        cleanup(opts, &mut systems, &mut run.report.notes).await;
+    }
     run.finish(&CrudReport)
 }
 
-/// The workloads to run, in order; every option checked. Fails on bad input only.
-fn plan(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
+/// The workloads to run, in order; every option checked (each workload's connections must be
+/// shared by the workers, one at least each). Fails on bad input only.
+fn plan(opts: &CrudOpts, segment: Segment) -> anyhow::Result<Vec<Workload>> {
     opts.common.validate().map_err(anyhow::Error::msg)?;
     cluster::check_options(opts)?;
     let connections = opts.common.connections;
@@ -99,30 +157,57 @@ fn plan(opts: &CrudOpts) -> anyhow::Result<Vec<Workload>> {
         }
         unique
     };
-    let windows = workloads.len() as u64 * u64::from(opts.common.warmup + opts.common.rounds);
+    if let Some(w) = workloads
+        .iter()
+        .find(|w| segment.share(w.connections.into()) == 0)
+    {
+        bail!(
+            "{w}: {} connection(s) cannot be shared by {} workers (each needs one); use fewer workers or more connections",
+            w.connections,
+            segment.count
+        );
+    }
+    let systems = opts.common.targets.len().max(1) as u64;
+    let windows =
+        workloads.len() as u64 * systems * u64::from(opts.common.warmup + opts.common.rounds);
     if windows >= MAX_WINDOWS {
         bail!(
-            "{windows} windows per system is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds or workloads"
+            "{windows} windows is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds, workloads or targets"
         );
     }
     Ok(workloads)
 }
 
 /// Connects to every system, reads what each reports, verifies durability and each cluster,
-/// checks the namespace, then creates and verifies the tables and opens the worker sessions.
+/// checks the namespace, then creates and verifies the tables. On several workers, worker 0
+/// alone touches the namespace and creates the tables.
 async fn prepare(
     opts: &CrudOpts,
     specs: &[TargetSpec],
     data: &CrudData,
-    sessions: usize,
     lifecycle: &Lifecycle,
+    worker: &Worker,
 ) -> anyhow::Result<Vec<System>> {
     let (read, write) = tables(opts);
     let mut systems = connect_all(opts, specs, lifecycle).await?;
+    if let Some(embedded) = systems
+        .iter()
+        .find(|s| worker.is_part() && s.info.location == Location::Embedded)
+    {
+        bail!(
+            "{}: an embedded engine lives inside each worker's process, so {} workers would measure {} separate databases; run several workers against a server",
+            embedded.name(),
+            worker.segment.count,
+            worker.segment.count
+        );
+    }
     cluster::verify_all(opts, specs, &mut systems).await?;
     systems::ensure_some_measurable(systems.iter().map(|s| (s.name(), s.refused.as_deref())))?;
     let progress = lifecycle.progress();
     say_refusals(&systems, progress);
+    if !worker.prepares() {
+        return Ok(systems);
+    }
     for system in measured(&mut systems) {
         system.target.check_namespace(&[read, write]).await?;
     }
@@ -136,10 +221,41 @@ async fn prepare(
         create_tables(system, data, read, write).await?;
         cluster::verify_replica_reads(opts, system, data, read).await?;
     }
-    for system in measured(&mut systems) {
-        system.workers = Some(system.target.open_kv_workers(sessions, read, write).await?);
-    }
     Ok(systems)
+}
+
+/// Opens `sessions` worker sessions on every measured system. A worker other than worker 0
+/// first verifies the tables worker 0 made, from the engine's catalog, into its own report.
+async fn open_sessions(
+    opts: &CrudOpts,
+    systems: &mut [System],
+    sessions: usize,
+    worker: &Worker,
+    report: &mut Report,
+) -> Result<(), Stopped> {
+    let (read, write) = tables(opts);
+    for system in measured(systems) {
+        if !worker.prepares() {
+            for table in [read, write] {
+                let evidence = system.target.verify_kv(table).await.map_err(failed)?;
+                if let Some(info) = report
+                    .systems
+                    .iter_mut()
+                    .find(|i| i.name == system.info.name)
+                {
+                    info.verified.extend(evidence.clone());
+                }
+                system.info.verified.extend(evidence);
+            }
+        }
+        let workers = system.target.open_kv_workers(sessions, read, write).await;
+        system.workers = Some(workers.map_err(failed)?);
+    }
+    Ok(())
+}
+
+fn failed(error: impl Into<anyhow::Error>) -> Stopped {
+    Stopped::Failed(error.into())
 }
 
 /// Says which systems are refused or measured labelled.
