@@ -10,8 +10,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 use common::procstat::own_rss;
 use common::progress::Progress;
-use common::results::DataInfo;
-use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::results::{DataInfo, Location, Status};
+use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
+use common::scale::{BarrierError, Worker};
 use common::window::WindowPlan;
 use serde_json::json;
 
@@ -53,10 +54,21 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         return truth_only(opts, &plan, interrupt).await;
     }
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+        Ok(worker) => worker,
+        Err(e) => return Err(lifecycle.abandon(e.into())),
+    };
     let reach = Reach::of(&lifecycle, &opts.common);
-    let prepared = match prepare(opts, &plan, &reach, lifecycle.progress()).await {
+    let prepared = match prepare(opts, &plan, &reach, lifecycle.progress(), &worker).await {
         Ok(prepared) => prepared,
-        Err(e) => return Err(lifecycle.abandon(e)),
+        Err(e) => {
+            let index = worker.segment.index;
+            worker
+                .abort(&format!("worker {index} could not prepare: {e}"))
+                .await;
+            return Err(lifecycle.abandon(e));
+        }
     };
     let Prepared {
         mut systems,
@@ -77,13 +89,15 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .extra
         .insert("ground_truth".into(), json!(truths.infos));
     run.report.extra.insert("builds".into(), json!([]));
+    run.report.worker = worker.info();
     run.save()?;
     let common = &opts.common;
     let (interrupt, progress) = (run.interrupt().clone(), run.progress().sender());
+    let segment = worker.segment;
     let window = WindowPlan {
         duration: common.duration,
         ceiling: common.ceiling,
-        rate_per_s: common.rate,
+        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
         interrupt,
         progress,
     };
@@ -94,24 +108,25 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         efs: &plan.efs,
         ks: &plan.ks,
         window: &window,
+        segment,
     };
-    let connections = common.connections as usize;
-    let categories: Vec<Option<u8>> = truths.filters().iter().map(|f| f.category()).collect();
-    let scan = exact::open(&data, &categories, connections).await?;
-    baseline::measure(&sweep, exact::NAME, scan, &mut run).await?;
-    for variant in &plan.variants {
-        if run.interrupted() {
-            break;
-        }
-        let spec = plan.spec(&data, *variant);
-        systems::build_all(&mut systems, &plan, &spec, &data, connections, &mut run).await?;
-        sweep
-            .measure(*variant, &mut systems::lanes(&mut systems), &mut run)
-            .await?;
-        // An interrupted run stops at once; the index it was measuring stays.
-        if run.interrupted() {
-            break;
-        }
+    let measured = async {
+        measure(opts, &plan, &sweep, &mut systems, &mut run, &mut worker).await?;
+        // Worker 0 drops the last index only once every worker is done with it.
+        worker.sync(0).await?;
+        anyhow::Ok(())
+    };
+    if let Err(e) = measured.await {
+        return Err(match e.downcast::<BarrierError>() {
+            Ok(error) => stopped(run, &worker, error),
+            Err(e) => e,
+        });
+    }
+    run.report.worker = worker.info();
+    if worker.prepares()
+        && !run.interrupted()
+        && let Some(spec) = plan.variants.last().map(|v| plan.spec(&data, *v))
+    {
         systems::drop_all(&mut systems, &spec, opts.keep_data, &mut run.report.notes).await;
     }
     drop(systems);
@@ -128,17 +143,96 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     run.finish(&VectorReport)
 }
 
+/// The exact baseline, then per variant: build (worker 0) and open every system, measure the
+/// sweep, and drop the index before the next variant (the last one is dropped once every
+/// worker is done).
+async fn measure(
+    opts: &Opts,
+    plan: &Plan,
+    sweep: &Sweep<'_>,
+    systems: &mut [System],
+    run: &mut Recording,
+    worker: &mut Worker,
+) -> anyhow::Result<()> {
+    let connections = sweep.connections() as usize;
+    let categories: Vec<Option<u8>> = sweep
+        .truths
+        .filters()
+        .iter()
+        .map(|f| f.category())
+        .collect();
+    let scan = exact::open(sweep.data, &categories, connections).await?;
+    baseline::measure(sweep, exact::NAME, scan, run, worker).await?;
+    let last = plan.variants.len().saturating_sub(1);
+    for (i, variant) in plan.variants.iter().enumerate() {
+        if run.interrupted() {
+            break;
+        }
+        let spec = plan.spec(sweep.data, *variant);
+        systems::build_all(systems, plan, &spec, sweep.data, connections, run, worker).await?;
+        sweep
+            .measure(*variant, &mut systems::lanes(systems), run, worker)
+            .await?;
+        // An interrupted run stops at once; the index it was measuring stays.
+        if run.interrupted() {
+            break;
+        }
+        for lane in systems.iter_mut().flat_map(|s| s.lanes.iter_mut()) {
+            lane.searchers = None;
+        }
+        if i < last {
+            // Every worker is done with this index before worker 0 drops it.
+            worker.sync(0).await?;
+            if worker.prepares() {
+                systems::drop_all(systems, &spec, opts.keep_data, &mut run.report.notes).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The run stopped at the barrier: every cell not measured in full says why, and the error
+/// (the barrier's exit code) goes back with results.json written.
+fn stopped(run: Recording, worker: &Worker, error: BarrierError) -> anyhow::Error {
+    let unfinished = run
+        .report
+        .cells
+        .iter()
+        .filter(|c| c.throughput.as_ref().map_or(0, |t| t.rounds.len()) < c.rounds_planned as usize)
+        .map(|c| {
+            let mut cell = c.clone();
+            if !matches!(cell.status, Status::Refused) {
+                cell.status = Status::Error;
+                cell.reason = Some(format!("stopped: {error}"));
+            }
+            cell
+        })
+        .collect();
+    run.stopped_at_barrier(unfinished, worker.info(), error)
+}
+
 /// Connects and describes every system, loads the data, checks every namespace, and settles
-/// the ground truth.
+/// the ground truth. An engine inside the process cannot be shared by several workers.
 async fn prepare(
     opts: &Opts,
     plan: &Plan,
     reach: &Reach,
     progress: &Progress,
+    worker: &Worker,
 ) -> anyhow::Result<Prepared> {
     let reference = opts.common.reference.as_deref();
     let (mut systems, reference) =
         systems::connect_all(&plan.targets, reference, reach, &[exact::NAME]).await?;
+    if let Some(embedded) = systems
+        .iter()
+        .find(|s| worker.is_part() && s.info.location == Location::Embedded)
+    {
+        let n = worker.segment.count;
+        anyhow::bail!(
+            "{}: an embedded index lives inside each worker's process, so {n} workers would search {n} separate indexes; run several workers against a server",
+            embedded.name()
+        );
+    }
     let data = load_data(plan).await?;
     systems::check_namespaces(&mut systems, plan, &data).await?;
     progress.line(format!(

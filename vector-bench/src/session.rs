@@ -23,6 +23,10 @@ pub struct Work {
     pub ef: usize,
     /// Only rows of this category qualify.
     pub category: Option<u8>,
+    /// Where this process's sessions sit among every worker's of a run on several machines
+    /// (`(0, 0)` alone): the run-wide index of its first session, and how many there are in
+    /// all, so each session of every worker starts at a query of its own.
+    pub sessions: (usize, usize),
 }
 
 impl Work {
@@ -99,10 +103,12 @@ struct SearchOp<S> {
 impl<S> SearchOp<S> {
     fn new(worker: usize, workers: usize, session: S, work: &Arc<Work>) -> SearchOp<S> {
         let queries = work.query_count().max(1);
+        let (first, all) = work.sessions;
+        let (worker, workers) = (first + worker, all.max(workers).max(1));
         SearchOp {
             session,
             work: work.clone(),
-            next: worker * queries / workers.max(1),
+            next: worker * queries / workers,
             out: Vec::with_capacity(work.k),
         }
     }

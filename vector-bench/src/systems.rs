@@ -12,6 +12,7 @@ use common::procstat::{ServerPid, own_rss, tree_rss_bytes};
 use common::progress::Progress;
 use common::results::{Cell, Location, Status, SystemInfo};
 use common::run::Recording;
+use common::scale::Worker;
 use common::target::described_system;
 use serde_json::{Value, json};
 
@@ -143,7 +144,9 @@ pub fn lanes(systems: &mut [System]) -> Vec<Lane<'_>> {
         .collect()
 }
 
-/// Builds `spec` on every system, one after the other, each build recorded as it ends.
+/// Builds `spec` on every system, one after the other, each build recorded as it ends. On
+/// several workers worker 0 builds; every worker meets it at the barrier after each system's
+/// build, and the others then read the index back and open their sessions on it.
 pub async fn build_all(
     systems: &mut [System],
     plan: &Plan,
@@ -151,6 +154,7 @@ pub async fn build_all(
     data: &Arc<Dataset>,
     connections: usize,
     run: &mut Recording,
+    worker: &mut Worker,
 ) -> anyhow::Result<()> {
     let context = Build {
         plan,
@@ -160,7 +164,14 @@ pub async fn build_all(
         systems: systems.len(),
     };
     for system in systems.iter_mut() {
-        let (entry, problem) = context.one(system, run.progress()).await;
+        let (entry, problem) = if worker.prepares() {
+            let built = context.one(system, run.progress()).await;
+            worker.sync(0).await?;
+            built
+        } else {
+            worker.sync(0).await?;
+            context.open_built(system).await
+        };
         record_build(run, system, plan, spec, entry, problem);
         run.save()?;
     }
@@ -217,6 +228,26 @@ impl Build<'_> {
             }
         };
         self.describe_build(system, &build, rss_before, &mut entry, progress);
+        let problem = self.verify_and_open(system, &mut entry).await;
+        (entry, problem)
+    }
+
+    /// On a worker other than worker 0: reads back the index worker 0 built and opens this
+    /// worker's sessions on it.
+    async fn open_built(&self, system: &mut System) -> (Value, Option<(Status, String)>) {
+        let offer = system.target.offer(self.spec.variant);
+        let mut entry = json!({
+            "system": system.name(),
+            "variant": self.spec.variant,
+            "offered": offer.as_ref().ok(),
+            "built_by_worker": 0,
+        });
+        if let Err(why) = offer {
+            return (
+                entry,
+                Some((Status::Refused, format!("not offered: {why}"))),
+            );
+        }
         let problem = self.verify_and_open(system, &mut entry).await;
         (entry, problem)
     }

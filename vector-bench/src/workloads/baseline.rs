@@ -4,6 +4,7 @@
 //! read against what brute force over the matching vectors achieves.
 
 use common::run::Recording;
+use common::scale::Worker;
 
 use super::point::PointKey;
 use super::sweep::{Lane, Point, Sweep, measure_points};
@@ -16,12 +17,13 @@ pub async fn measure(
     name: &str,
     searchers: Box<dyn Searchers>,
     run: &mut Recording,
+    worker: &mut Worker,
 ) -> anyhow::Result<()> {
     let mut points = Vec::new();
     for k in sweep.ks {
         for filter in sweep.truths.filters() {
             let truth = sweep.truths.at(filter, *k);
-            points.push(Point::new(PointKey::exact(filter, *k), truth, sweep.data));
+            points.push(Point::new(PointKey::exact(filter, *k), truth, sweep));
         }
     }
     let mode = Mode::default();
@@ -31,5 +33,5 @@ pub async fn measure(
         mode: &mode,
         searchers: &mut searchers,
     }];
-    measure_points(sweep.common, sweep.window, &points, &mut lanes, run).await
+    measure_points(sweep, &points, &mut lanes, run, worker).await
 }

@@ -5,7 +5,9 @@
 //! only set ef when it loads an index rebuilds it once per ef. Afterwards, a curve whose
 //! answers did not change at all across its ef points, below full recall, is invalid: the
 //! search breadth never reached the index. It sees a system only as a name, a mode and its
-//! [`Searchers`].
+//! [`Searchers`]. As one of several workers, each round opens at the barrier: worker 0 alone
+//! runs the latency pass (concurrency 1, answers scored), then every worker its share of the
+//! QPS window's connections.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use common::options::CommonOpts;
 use common::protocol::{Step, schedule};
 use common::results::{Report, Status};
 use common::run::Recording;
+use common::scale::{Segment, Worker};
 use common::window::{WindowOutcome, WindowPlan};
 use serde_json::Value;
 
@@ -47,6 +50,21 @@ pub struct Sweep<'a> {
     pub efs: &'a [u64],
     pub ks: &'a [usize],
     pub window: &'a WindowPlan,
+    /// This worker's share of the run (the whole of it alone).
+    pub segment: Segment,
+}
+
+impl Sweep<'_> {
+    /// This worker's share of --connections.
+    pub fn connections(&self) -> u32 {
+        self.segment.share(self.common.connections.into()) as u32
+    }
+
+    /// Where this worker's sessions sit among every worker's ([`Work::sessions`]).
+    pub fn sessions(&self) -> (usize, usize) {
+        let all = u64::from(self.common.connections);
+        (self.segment.start(all) as usize, all as usize)
+    }
 }
 
 /// One point: what it measures, its truth and its work.
@@ -57,12 +75,13 @@ pub struct Point {
 }
 
 impl Point {
-    pub fn new(key: PointKey, truth: Arc<Truth>, data: &Arc<Dataset>) -> Point {
+    pub fn new(key: PointKey, truth: Arc<Truth>, sweep: &Sweep<'_>) -> Point {
         let work = Arc::new(Work {
-            data: data.clone(),
+            data: sweep.data.clone(),
             k: key.k,
             ef: key.ef.map_or(key.k, |ef| ef as usize),
             category: key.filter.category(),
+            sessions: sweep.sessions(),
         });
         Point { key, truth, work }
     }
@@ -81,7 +100,7 @@ impl Sweep<'_> {
                         k: *k,
                     };
                     let truth = self.truths.at(filter, *k);
-                    points.push(Point::new(PointKey::of(family, *ef), truth, self.data));
+                    points.push(Point::new(PointKey::of(family, *ef), truth, self));
                 }
             }
         }
@@ -96,9 +115,10 @@ impl Sweep<'_> {
         variant: Variant,
         lanes: &mut [Lane<'_>],
         run: &mut Recording,
+        worker: &mut Worker,
     ) -> anyhow::Result<()> {
         let points = self.points(variant);
-        measure_points(self.common, self.window, &points, lanes, run).await?;
+        measure_points(self, &points, lanes, run, worker).await?;
         if variant == Variant::F32 {
             check_ef_took_effect(&mut run.report, variant);
         }
@@ -107,14 +127,16 @@ impl Sweep<'_> {
     }
 }
 
-/// Measures `points` on `lanes` in interleaved rounds.
+/// Measures `points` on `lanes` in interleaved rounds (on several workers, every worker meets
+/// at every round, measured or not, so the barrier's rounds agree).
 pub async fn measure_points(
-    common: &CommonOpts,
-    window: &WindowPlan,
+    sweep: &Sweep<'_>,
     points: &[Point],
     lanes: &mut [Lane<'_>],
     run: &mut Recording,
+    worker: &mut Worker,
 ) -> anyhow::Result<()> {
+    let common = sweep.common;
     let mut builders: Vec<Option<PointBuilder>> = Vec::new();
     let mut current = None;
     for step in schedule(points.len(), lanes.len(), common.warmup, common.rounds) {
@@ -124,22 +146,23 @@ pub async fn measure_points(
         let point = &points[step.workload];
         if current != Some(step.workload) {
             current = Some(step.workload);
-            builders = prepare(common, point, lanes, run).await;
+            builders = prepare(sweep, point, lanes, run).await;
         }
         let lane = &mut lanes[step.system];
         let (Some(builder), Some(searchers)) = (
-            builders[step.system].as_mut(),
+            builders[step.system].as_mut().filter(|b| b.is_live()),
             lane.searchers.as_deref_mut(),
         ) else {
+            worker.sync(0).await?;
             continue;
         };
-        if !builder.is_live() {
-            continue;
-        }
-        one_round(
-            common, window, step, point, lane.name, searchers, builder, run,
-        )
-        .await;
+        let round = Round {
+            step,
+            point,
+            system: lane.name,
+        };
+        one_round(sweep, round, searchers, builder, run, worker).await?;
+        run.report.worker = worker.info();
         run.record(builder.to_cell())?;
     }
     Ok(())
@@ -148,11 +171,12 @@ pub async fn measure_points(
 /// Makes every open lane whose mode applies ready for `point` (its ef set and read back) and
 /// starts its cell.
 async fn prepare(
-    common: &CommonOpts,
+    sweep: &Sweep<'_>,
     point: &Point,
     lanes: &mut [Lane<'_>],
     run: &mut Recording,
 ) -> Vec<Option<PointBuilder>> {
+    let common = sweep.common;
     let mut builders = Vec::with_capacity(lanes.len());
     for lane in lanes.iter_mut() {
         let Some(searchers) = lane.searchers.as_deref_mut() else {
@@ -166,7 +190,7 @@ async fn prepare(
         let mut builder = PointBuilder::new(
             point.key.clone(),
             lane.name,
-            common.connections,
+            sweep.connections(),
             common.rounds,
             common.ceiling,
         );
@@ -187,34 +211,42 @@ async fn prepare(
     builders
 }
 
-/// One round of one lane at one point: the latency pass (answers scored), then the QPS
-/// window.
-#[allow(clippy::too_many_arguments)]
-async fn one_round(
-    common: &CommonOpts,
-    window: &WindowPlan,
+/// Which round of which point on which lane.
+struct Round<'a> {
     step: Step,
-    point: &Point,
-    system: &str,
+    point: &'a Point,
+    system: &'a str,
+}
+
+/// One round of one lane at one point: the latency pass (answers scored; worker 0's alone on
+/// several workers, so it stays at concurrency 1), the barrier, then the QPS window. Only a
+/// barrier failure is an error here.
+async fn one_round(
+    sweep: &Sweep<'_>,
+    at: Round<'_>,
     searchers: &mut dyn Searchers,
     builder: &mut PointBuilder,
     run: &Recording,
-) {
-    let (round, work) = (step.round, &point.work);
+    worker: &mut Worker,
+) -> Result<(), common::scale::BarrierError> {
+    let common = sweep.common;
+    let (round, work) = (at.step.round, &at.point.work);
     let label = format!(
-        "{} · {system} · {}",
-        point.key.workload,
+        "{} · {} · {}",
+        at.point.key.workload,
+        at.system,
         round.label(common.warmup, common.rounds)
     );
-    match searchers.pass(work).await {
-        Ok(pass) => builder.add_pass(round, &pass, &work.data, &point.truth),
-        Err(e) => builder.mark(Status::Error, format!("{}: {e}", round_label(round))),
+    if worker.prepares() {
+        match searchers.pass(work).await {
+            Ok(pass) => builder.add_pass(round, &pass, &work.data, &at.point.truth),
+            Err(e) => builder.mark(Status::Error, format!("{}: {e}", round_label(round))),
+        }
     }
+    worker.sync(0).await?;
     run.progress().window(label.clone(), common.duration);
-    match searchers
-        .window(common.connections as usize, work, window)
-        .await
-    {
+    let connections = sweep.connections() as usize;
+    match searchers.window(connections, work, sweep.window).await {
         Ok(outcome) => {
             builder.add_window(round, &outcome);
             run.progress().line(window_line(&label, &outcome, builder));
@@ -224,6 +256,7 @@ async fn one_round(
             run.progress().line(format!("{label}: {e}"));
         }
     }
+    Ok(())
 }
 
 /// Marks invalid every curve of `variant` on a system whose answers were identical at every

@@ -114,6 +114,7 @@ pub fn merge_cell(parts: &[(u32, &Cell)]) -> Result<Cell, String> {
     cell.service_time_ns = service.as_ref().and_then(percentiles);
     cell.service_histogram_b64 = service.as_ref().map(encode_histogram);
     cell.schedule_lag_ns = worst(parts.iter().map(|(_, c)| c.schedule_lag_ns));
+    merge_extra_histograms(parts, &mut cell)?;
     let rounds = cell.throughput.as_ref().map_or(0, |t| t.rounds.len());
     match add_seconds(parts, rounds)? {
         Some(seconds) => {
@@ -136,6 +137,38 @@ pub fn merge_cell(parts: &[(u32, &Cell)]) -> Result<Cell, String> {
         }
     }
     Ok(cell)
+}
+
+/// A tool's own histograms in a cell's `extra` (keys ending `_histogram_b64`, such as
+/// vector-bench's latency at --connections) are added like the cell's: the sum replaces worker
+/// 0's, and the percentiles beside it (the same stem ending `_ns`) are recomputed from it.
+fn merge_extra_histograms(parts: &[(u32, &Cell)], cell: &mut Cell) -> Result<(), String> {
+    let keys: Vec<String> = cell
+        .extra
+        .keys()
+        .filter(|k| k.ends_with("_histogram_b64"))
+        .cloned()
+        .collect();
+    for key in keys {
+        let encoded = parts
+            .iter()
+            .map(|(_, c)| c.extra.get(&key).and_then(serde_json::Value::as_str));
+        let texts: Vec<Option<String>> = encoded.map(|t| t.map(str::to_owned)).collect();
+        let sum = add_encoded(texts.iter().map(Option::as_ref))?;
+        let stem = key.trim_end_matches("_histogram_b64");
+        cell.extra.insert(
+            key.clone(),
+            serde_json::json!(sum.as_ref().map(encode_histogram)),
+        );
+        let beside = format!("{stem}_ns");
+        if cell.extra.contains_key(&beside) {
+            cell.extra.insert(
+                beside,
+                serde_json::json!(sum.as_ref().and_then(percentiles)),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Every worker's figure of round r added, for each r; a cell whose workers measured

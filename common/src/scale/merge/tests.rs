@@ -119,6 +119,28 @@ fn throughput_is_summed_per_round_before_the_median() {
     assert_eq!(cell.latency_per_second_b64.len(), 3);
 }
 
+/// A histogram a tool keeps in a cell's `extra` is added exactly too, and the percentiles
+/// beside it are the sum's, not worker 0's.
+#[test]
+fn a_tools_own_histograms_in_extra_are_added_and_their_percentiles_recomputed() {
+    let mut parts = vec![part(0, 2, &[1_000], &[1.0]), part(1, 2, &[1_000], &[1.0])];
+    for (i, (_, report)) in parts.iter_mut().enumerate() {
+        let mut h = new_histogram();
+        for _ in 0..(1 + 99 * i) {
+            record_ns(&mut h, 1_000_000 * (1 + 9 * i as u64));
+        }
+        let extra = &mut report.cells[0].extra;
+        extra.insert("at_load_histogram_b64".into(), encode_histogram(&h).into());
+        extra.insert("at_load_ns".into(), serde_json::json!(percentiles(&h)));
+    }
+    let cell = &merge(&parts, 2).unwrap().cells[0];
+    let sum = decode_histogram(cell.extra["at_load_histogram_b64"].as_str().unwrap()).unwrap();
+    assert_eq!(sum.len(), 1 + 100);
+    let p50 = cell.extra["at_load_ns"]["p50"].as_u64().unwrap();
+    // Worker 0's single 1 ms sample is not the median of 101 samples, 100 of them near 10 ms.
+    assert!(p50 > 9_000_000, "{p50}");
+}
+
 #[test]
 fn parts_that_are_not_one_run_are_refused_with_one_line() {
     let samples = [1_000];

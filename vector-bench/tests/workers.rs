@@ -1,0 +1,207 @@
+//! vector-bench as several client machines of one run (two worker processes' worth, in
+//! threads, on loopback) against the real pgvector: worker 0 alone builds each index and runs
+//! the latency pass, the other reads the index back and searches it, every round opens at the
+//! barrier, and `merge` adds their figures exactly; a worker that never comes stops the others
+//! with the barrier's code; an embedded index is refused.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::thread;
+
+use common::histogram::decode_histogram;
+use common::results::{Cell, Report, Status};
+use common::scale::merge::MergeArgs;
+use common::testing::free_port;
+use support::*;
+
+/// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
+fn workers(
+    root: &Path,
+    target: &str,
+    count: u32,
+    indexes: &[u32],
+) -> Vec<(PathBuf, anyhow::Result<vector_bench::Summary>)> {
+    let barrier = format!("127.0.0.1:{}", free_port());
+    let cache = root.join("cache");
+    let handles: Vec<_> = indexes
+        .iter()
+        .map(|&i| {
+            let (out, cache) = (root.join(format!("worker-{i}")), cache.clone());
+            let owned: Vec<String> = [
+                "--target",
+                target,
+                "--rows",
+                "2000",
+                "--dims",
+                "24",
+                "--queries",
+                "40",
+                "--ef",
+                "16,48",
+                "--variants",
+                "f32,binary",
+                "--filters",
+                "none",
+                "--connections",
+                "4",
+                "--worker-count",
+                &count.to_string(),
+                "--worker-index",
+                &i.to_string(),
+                "--run-id",
+                "vector-test-1",
+                "--barrier",
+                &barrier,
+                "--barrier-timeout",
+                "5s",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            thread::spawn(move || {
+                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
+                let result = run(&args(&out, &cache, &borrowed));
+                (out, result)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn histogram(text: &str) -> hdrhistogram::Histogram<u64> {
+    decode_histogram(text).unwrap()
+}
+
+/// The window's latency at --connections, which vector-bench keeps in `extra`.
+fn at_connections(cell: &Cell) -> hdrhistogram::Histogram<u64> {
+    histogram(
+        cell.extra["latency_at_connections_histogram_b64"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
+fn builds(report: &Report) -> &Vec<serde_json::Value> {
+    report.extra["builds"].as_array().unwrap()
+}
+
+#[test]
+fn two_vector_workers_make_one_run_built_and_scored_once() {
+    let Some(pg) = server_url("FAIRBENCH_TEST_PGVECTOR_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("pgvector={pg}");
+    let parts = workers(dir.path(), &target, 2, &[0, 1]);
+    let mut reports = Vec::new();
+    for (out, result) in &parts {
+        let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
+        assert_matches_schema(out);
+        reports.push(summary.report.clone());
+    }
+    let (first, second) = (&reports[0], &reports[1]);
+    // Worker 0 built both variants; worker 1 read each back and searched it.
+    assert!(builds(first).iter().all(|b| b.get("build").is_some()));
+    assert!(builds(second).iter().all(|b| b["built_by_worker"] == 0
+        && b.get("build").is_none()
+        && b["verified"]["rows"] == "2000"));
+    let starts = |r: &Report| {
+        r.worker
+            .as_ref()
+            .unwrap()
+            .barrier
+            .as_ref()
+            .unwrap()
+            .start_unix_ns
+            .clone()
+    };
+    assert_eq!(starts(first).len(), starts(second).len());
+    for (a, b) in starts(first).iter().zip(&starts(second)) {
+        assert!(
+            a.abs_diff(*b) < 50_000_000,
+            "starts {} ms apart",
+            a.abs_diff(*b) / 1_000_000
+        );
+    }
+    let merged_dir = dir.path().join("merged");
+    let merge = MergeArgs {
+        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
+        expect_workers: 2,
+        output: merged_dir.clone(),
+        wait: None,
+    };
+    common::scale::merge::run(&merge, "vector-bench", &vector_bench::report::VectorReport).unwrap();
+    assert_matches_schema(&merged_dir);
+    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
+    let merged = common::testing::read_report(&merged_dir);
+    assert_eq!(merged.cells.len(), first.cells.len());
+    for (i, c) in merged.cells.iter().enumerate() {
+        let (a, b) = (&first.cells[i], &second.cells[i]);
+        let w = format!("{} · {}", c.workload, c.system);
+        assert_eq!(c.status, Status::Ok, "{w}: {:?}", c.reason);
+        assert_eq!(
+            (a.connections, b.connections, c.connections),
+            (2, 2, 4),
+            "{w}"
+        );
+        // The latency pass (concurrency 1) and its recall are worker 0's alone.
+        assert!(b.latency_ns.is_none() && b.extra["recall"].is_null(), "{w}");
+        let pass = |x: &Cell| histogram(x.histogram_b64.as_ref().unwrap());
+        assert_eq!(pass(c), pass(a), "{w}");
+        assert_eq!(c.extra["recall"], a.extra["recall"], "{w}");
+        // The QPS windows: every worker's queries, added exactly.
+        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{w}");
+        assert!(a.counts.ok > 0 && b.counts.ok > 0, "{w}");
+        let mut expected = at_connections(a);
+        expected.auto(true);
+        expected.add(at_connections(b)).unwrap();
+        assert_eq!(at_connections(c), expected, "{w}");
+        assert_eq!(
+            c.extra["latency_at_connections_ns"]["p99"],
+            expected.value_at_quantile(0.99),
+            "{w}"
+        );
+    }
+}
+
+#[test]
+fn a_vector_worker_that_never_comes_stops_the_others_and_an_embedded_index_is_refused() {
+    let Some(pg) = server_url("FAIRBENCH_TEST_PGVECTOR_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("pgvector={pg}");
+    // Worker 1 of 2 is never started (its pod was killed before the barrier).
+    let parts = workers(dir.path(), &target, 2, &[0]);
+    let (out, result) = &parts[0];
+    let Err(error) = result.as_ref() else {
+        panic!("the run was to stop at the barrier")
+    };
+    assert!(
+        error
+            .downcast_ref::<common::scale::BarrierError>()
+            .is_some(),
+        "{error:#}"
+    );
+    let report = common::testing::read_report(out);
+    assert!(!report.cells.is_empty());
+    assert!(
+        report.cells.iter().all(|c| c.status == Status::Error
+            && c.reason.as_deref().unwrap_or("").contains("never arrived")),
+        "{:#?}",
+        report.cells.iter().map(|c| &c.reason).collect::<Vec<_>>()
+    );
+    let embedded = workers(&dir.path().join("embedded"), "usearch", 2, &[0]);
+    let Err(error) = embedded[0].1.as_ref() else {
+        panic!("an embedded index was to be refused")
+    };
+    let error = format!("{error:#}");
+    assert!(
+        error.starts_with("usearch: an embedded index lives inside each worker's process"),
+        "{error}"
+    );
+    assert!(!error.contains('\n'));
+    assert!(!embedded[0].0.exists(), "nothing left behind");
+}
