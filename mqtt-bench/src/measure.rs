@@ -13,9 +13,11 @@ use common::procstat::own_rss;
 use common::progress::Progress;
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Status};
+use common::scale::{BarrierError, Segment};
 use hdrhistogram::Histogram;
 use serde_json::json;
 
+use crate::gate::Gate;
 use crate::message::Delivery;
 use crate::opts::Opts;
 use crate::os::FdLimit;
@@ -127,6 +129,11 @@ impl Slot {
         self.builder.is_live()
     }
 
+    /// Keeps the worse of the cell's status and `status` (the first reason on a tie).
+    pub fn mark(&mut self, status: Status, reason: impl Into<String>) {
+        self.builder.mark(status, reason);
+    }
+
     /// The cell as it stands.
     pub fn cell(&self) -> Cell {
         let mut cell = self.builder.to_cell();
@@ -137,7 +144,7 @@ impl Slot {
 
 /// One slot per row and system (`[row][system]`), each cell carrying its system's labels; a
 /// system that refused its protocol has refused cells, never measured.
-pub fn slots(opts: &Opts, systems: &[System], rows: &[Row]) -> Vec<Vec<Slot>> {
+pub fn slots(opts: &Opts, systems: &[System], rows: &[Row], segment: Segment) -> Vec<Vec<Slot>> {
     rows.iter()
         .map(|row| {
             systems
@@ -148,7 +155,7 @@ pub fn slots(opts: &Opts, systems: &[System], rows: &[Row]) -> Vec<Vec<Slot>> {
                         &row.name,
                         &b.info.name,
                         row.unit,
-                        row.clients(opts),
+                        row.clients(opts, segment),
                         opts.common.rounds,
                     );
                     let mut builder = CellBuilder::new(cell, opts.common.ceiling);
@@ -198,11 +205,14 @@ pub struct Windows<'a> {
     /// Numbers every window of the run, so topics and client ids never repeat.
     pub next_window: u32,
     pub baselines: Baselines,
+    /// This worker at the start barrier.
+    pub gate: Gate,
 }
 
 impl Windows<'_> {
     /// Runs round `round` of `row` on `broker` and folds it into `slot` (a warm-up only marks
-    /// what went wrong in it), with a line on `progress`.
+    /// what went wrong in it), with a line on `progress`. The window opens at the start
+    /// barrier; only a failure of the barrier is an error here (the run stops).
     pub async fn round(
         &mut self,
         row: &Row,
@@ -210,7 +220,8 @@ impl Windows<'_> {
         round: Round,
         slot: &mut Slot,
         progress: &Progress,
-    ) {
+    ) -> Result<(), BarrierError> {
+        self.gate.arm();
         let common = &self.opts.common;
         let label = round.label(common.warmup, common.rounds);
         let broker = &system.broker;
@@ -224,8 +235,13 @@ impl Windows<'_> {
             payload: self.payload.clone(),
             next_window: &mut self.next_window,
             baselines: &mut self.baselines,
+            gate: &mut self.gate,
         };
-        match workloads::run_round(row, &mut ctx, &label).await {
+        let ran = workloads::run_round(row, &mut ctx, &label).await;
+        if let Some(e) = self.gate.close().await {
+            return Err(e);
+        }
+        match ran {
             Ok(outcome) => {
                 slot.builder.add(round, &outcome.outcome);
                 for (status, reason) in &outcome.marks {
@@ -247,6 +263,7 @@ impl Windows<'_> {
                 ));
             }
         }
+        Ok(())
     }
 }
 
@@ -256,8 +273,23 @@ pub fn payload(opts: &Opts) -> Vec<u8> {
     common::data::ascii(&mut rng, opts.payload_bytes).into_bytes()
 }
 
-/// A short tag unique to this run, for its topics and client identifiers.
-pub fn run_tag() -> String {
+/// A short tag unique to this run (and to this worker of it), for its topics and client
+/// identifiers: with several workers the run id and the worker's index, so no two workers'
+/// clients share an identifier (a broker would close the older session) nor their topics.
+pub fn run_tag(worker: Option<(&str, u32)>) -> String {
+    if let Some((run_id, index)) = worker {
+        let id: String = run_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        return format!("{id}-w{index}");
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
