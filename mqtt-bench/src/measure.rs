@@ -68,21 +68,6 @@ impl Tally {
         }
     }
 
-    /// Percentiles over every message owed, a lost one counted as never delivered: `None`
-    /// (shown as "lost") where the lost share reaches past the percentile.
-    fn latency_of_sent(&self) -> serde_json::Value {
-        let Some(h) = self.latency.as_ref().filter(|h| !h.is_empty()) else {
-            return json!(null);
-        };
-        let d = &self.delivery;
-        let owed = d.sent.max(d.distinct).max(1) as f64;
-        let at = |q: f64| {
-            let within = q * owed / d.distinct.max(1) as f64;
-            (within <= 1.0).then(|| h.value_at_quantile(within))
-        };
-        json!({ "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "lost": d.lost })
-    }
-
     fn apply(&self, cell: &mut Cell) {
         let per_msg = |ns: u64| ns as f64 / self.messages.max(1) as f64;
         cell.extra.insert("delivery".into(), json!(self.delivery));
@@ -98,8 +83,10 @@ impl Tally {
             .insert("broker_peak_rss_bytes".into(), json!(self.broker_peak_rss));
         cell.extra
             .insert("client_peak_rss_bytes".into(), json!(self.client_peak_rss));
-        cell.extra
-            .insert("latency_of_sent_ns".into(), self.latency_of_sent());
+        cell.extra.insert(
+            "latency_of_sent_ns".into(),
+            latency_of_sent(self.latency.as_ref(), &self.delivery),
+        );
         let figures: BTreeMap<&str, f64> = self
             .figures
             .iter()
@@ -116,6 +103,21 @@ impl Tally {
             }
         }
     }
+}
+
+/// Percentiles of the delivery latency `h` over every message owed by `d`, a lost one counted
+/// as never delivered: `None` (shown as "lost") where the lost share reaches past the
+/// percentile.
+pub fn latency_of_sent(h: Option<&Histogram<u64>>, d: &Delivery) -> serde_json::Value {
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
+        return json!(null);
+    };
+    let owed = d.sent.max(d.distinct).max(1) as f64;
+    let at = |q: f64| {
+        let within = q * owed / d.distinct.max(1) as f64;
+        (within <= 1.0).then(|| h.value_at_quantile(within))
+    };
+    json!({ "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "lost": d.lost })
 }
 
 /// One row × broker: the common cell builder and the MQTT figures beside it.

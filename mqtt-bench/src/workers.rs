@@ -33,6 +33,11 @@ pub fn check(opts: &Opts, specs: &[TargetSpec], segment: Segment) -> anyhow::Res
             "--worker-count {n} drives one broker from several machines: name it with --broker URL (an embedded broker would be one per worker)"
         );
     }
+    if specs.iter().any(|s| s.name.is_none()) {
+        bail!(
+            "--worker-count {n}: name every broker (--broker NAME=URL): a name read from the broker's $SYS topics could differ between workers, and merge would refuse their parts"
+        );
+    }
     if !opts.broker_pids.is_empty() {
         bail!(
             "--worker-count {n}: --broker-pid cannot be used, the broker's CPU and memory serve every worker's clients and no worker can divide them by its own"
@@ -79,4 +84,55 @@ pub fn stopped(
         return anyhow::Error::from(e).context(error.to_string());
     }
     error.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn checked(extra: &[&str]) -> Result<(), String> {
+        let mut argv = vec!["mqtt-bench", "--worker-count", "2", "--worker-index", "1"];
+        argv.extend(extra);
+        let opts = Opts::try_parse_from(argv)
+            .unwrap()
+            .with_brokers_as_targets();
+        let specs = crate::systems::specs(&opts.common.targets).unwrap();
+        check(&opts, &specs, Segment::new(1, 2).unwrap()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn worker_mode_refuses_what_it_cannot_split() {
+        let named = ["--broker", "m=mqtt://127.0.0.1:1883"];
+        let split = ["--scenarios", "connect,idle,many-to-many"];
+        assert_eq!(checked(&[&named[..], &split[..]].concat()), Ok(()));
+        let one_topic = checked(&named).unwrap_err();
+        assert!(
+            one_topic.contains("the qos1 scenario has one topic"),
+            "{one_topic}"
+        );
+        assert!(checked(&split).unwrap_err().contains("embedded"));
+        let unnamed = checked(&["--broker", "mqtt://127.0.0.1:1883", split[0], split[1]]);
+        assert!(unnamed.unwrap_err().contains("name every broker"));
+        let pid = checked(&[&named[..], &split[..], &["--broker-pid", "1"]].concat());
+        assert!(pid.unwrap_err().contains("--broker-pid"));
+        let few = checked(
+            &[
+                &named[..],
+                &["--scenarios", "many-to-many", "--topics", "1"],
+            ]
+            .concat(),
+        );
+        assert!(
+            few.unwrap_err()
+                .starts_with("1 --topics cannot be shared by 2 workers")
+        );
+        let clients = checked(&[&named[..], &["--scenarios", "idle", "--clients", "1"]].concat());
+        assert!(
+            clients
+                .unwrap_err()
+                .starts_with("1 --clients cannot be shared")
+        );
+    }
 }

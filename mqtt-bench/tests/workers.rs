@@ -23,13 +23,14 @@ fn workers(
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<mqtt_bench::Summary>)> {
     let barrier = format!("127.0.0.1:{}", free_port());
+    let broker = format!("mosquitto={broker}");
     let handles: Vec<_> = indexes
         .iter()
         .map(|&i| {
             let out = root.join(format!("worker-{i}"));
             let owned: Vec<String> = [
                 "--broker",
-                broker,
+                &broker,
                 "--scenarios",
                 "connect,idle,many-to-many",
                 "--clients",
@@ -108,7 +109,13 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     // One clock on one host: the windows opened together.
     for (a, b) in starts(&reports[0]).iter().zip(starts(&reports[1])) {
         let apart = a.abs_diff(*b);
-        assert!(apart < 50_000_000, "starts {} ms apart", apart / 1_000_000);
+        assert!(
+            apart < 50_000_000,
+            "starts {} ms apart: {:?} vs {:?}",
+            apart / 1_000_000,
+            starts(&reports[0]),
+            starts(&reports[1])
+        );
     }
     for (prefix, each) in [("connect", 20), ("idle", 20), ("many-to-many", 4)] {
         let connections: Vec<u32> = reports
@@ -166,6 +173,11 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
                 "{}: {m} vs {s}",
                 c.workload
             );
+        }
+        // The delivery ledgers are added up too, not worker 0's alone.
+        for key in ["sent", "distinct", "lost", "duplicates", "strays"] {
+            let n = |c: &Cell| c.extra["delivery"][key].as_u64().unwrap();
+            assert_eq!(n(c), n(a) + n(b), "{}: {key}", c.workload);
         }
         if let (Some(ha), Some(hb)) = (&a.histogram_b64, &b.histogram_b64) {
             let mut expected = decode_histogram(ha).unwrap();
