@@ -126,24 +126,29 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
     run.finish(&MqttReport)
 }
 
-/// What was held equal for every system, as the report's section says it.
+/// What was held equal for every system, as the report's section says it (the same on every
+/// worker of a run: merge refuses parts of different sections).
 fn section(opts: &Opts, infos: &[SystemInfo]) -> String {
+    let protocols = opts
+        .protocols
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let workers = opts.common.worker_count;
+    let where_ = if workers > 1 {
+        format!("{workers} client machines (workers) driving each broker")
+    } else if infos
+        .iter()
+        .any(|s| s.location == common::results::Location::Remote)
+    {
+        "client here, some brokers on other hosts on one machine".into()
+    } else {
+        "client and brokers on one machine".into()
+    };
     format!(
-        "{}-byte payloads, {}, {} on one machine",
-        opts.payload_bytes,
-        opts.protocols
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" and "),
-        if infos
-            .iter()
-            .any(|s| s.location == common::results::Location::Remote)
-        {
-            "client here, some brokers on other hosts"
-        } else {
-            "client and brokers"
-        }
+        "{}-byte payloads, {protocols}, {where_}",
+        opts.payload_bytes
     )
 }
 
