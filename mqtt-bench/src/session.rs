@@ -39,6 +39,9 @@ pub struct Client {
     pub source_addrs: Arc<[IpAddr]>,
     /// `mqtts://`: the TLS every connection starts with.
     pub tls: Option<TlsLink>,
+    /// The run's tag (with several workers: the run id and the worker's index), in the client
+    /// id of the connection that reads the broker's description, as in every other.
+    pub tag: Arc<str>,
 }
 
 /// Where every client of the run connects, as whom, with the run's client limits; the
