@@ -13,9 +13,9 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use common::histogram::decode_histogram;
-use common::results::{Report, Status};
+use common::results::Status;
 use common::testing::netns::Namespaces;
-use common::testing::process::{self, Started, start};
+use common::testing::process::{self, Started, barrier, start};
 use common::testing::{read_report, servers_required};
 use support::assert_matches_schema;
 
@@ -99,16 +99,7 @@ fn finish(process: Started) -> (ExitStatus, String) {
 
 /// `geo-bench merge` of `parts` on the host, as the merge Job runs it.
 fn merge(parts: &[PathBuf], expect: usize, output: &Path) -> (ExitStatus, String) {
-    let mut command = Command::new(GEO_BENCH);
-    command
-        .args(["merge", "--expect-workers", &expect.to_string(), "--output"])
-        .arg(output)
-        .args(parts);
-    finish(start(&mut command, output.with_extension("stderr")))
-}
-
-fn barrier(report: &Report) -> &common::scale::BarrierRecord {
-    report.worker.as_ref().unwrap().barrier.as_ref().unwrap()
+    process::merge(GEO_BENCH, parts, expect, output, PROCESS_LIMIT)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! accounted for.
 
 pub mod engine;
+pub mod gate;
 pub mod measure;
 pub mod message;
 pub mod opts;
@@ -15,6 +16,7 @@ pub mod scenario;
 pub mod session;
 pub mod systems;
 pub mod targets;
+pub mod workers;
 pub mod workloads;
 
 use std::sync::Arc;

@@ -13,9 +13,11 @@ use common::procstat::own_rss;
 use common::progress::Progress;
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Status};
+use common::scale::{BarrierError, Segment};
 use hdrhistogram::Histogram;
 use serde_json::json;
 
+use crate::gate::Gate;
 use crate::message::Delivery;
 use crate::opts::Opts;
 use crate::os::FdLimit;
@@ -66,21 +68,6 @@ impl Tally {
         }
     }
 
-    /// Percentiles over every message owed, a lost one counted as never delivered: `None`
-    /// (shown as "lost") where the lost share reaches past the percentile.
-    fn latency_of_sent(&self) -> serde_json::Value {
-        let Some(h) = self.latency.as_ref().filter(|h| !h.is_empty()) else {
-            return json!(null);
-        };
-        let d = &self.delivery;
-        let owed = d.sent.max(d.distinct).max(1) as f64;
-        let at = |q: f64| {
-            let within = q * owed / d.distinct.max(1) as f64;
-            (within <= 1.0).then(|| h.value_at_quantile(within))
-        };
-        json!({ "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "lost": d.lost })
-    }
-
     fn apply(&self, cell: &mut Cell) {
         let per_msg = |ns: u64| ns as f64 / self.messages.max(1) as f64;
         cell.extra.insert("delivery".into(), json!(self.delivery));
@@ -96,8 +83,10 @@ impl Tally {
             .insert("broker_peak_rss_bytes".into(), json!(self.broker_peak_rss));
         cell.extra
             .insert("client_peak_rss_bytes".into(), json!(self.client_peak_rss));
-        cell.extra
-            .insert("latency_of_sent_ns".into(), self.latency_of_sent());
+        cell.extra.insert(
+            "latency_of_sent_ns".into(),
+            latency_of_sent(self.latency.as_ref(), &self.delivery),
+        );
         let figures: BTreeMap<&str, f64> = self
             .figures
             .iter()
@@ -116,6 +105,21 @@ impl Tally {
     }
 }
 
+/// Percentiles of the delivery latency `h` over every message owed by `d`, a lost one counted
+/// as never delivered: `None` (shown as "lost") where the lost share reaches past the
+/// percentile.
+pub fn latency_of_sent(h: Option<&Histogram<u64>>, d: &Delivery) -> serde_json::Value {
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
+        return json!(null);
+    };
+    let owed = d.sent.max(d.distinct).max(1) as f64;
+    let at = |q: f64| {
+        let within = q * owed / d.distinct.max(1) as f64;
+        (within <= 1.0).then(|| h.value_at_quantile(within))
+    };
+    json!({ "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "lost": d.lost })
+}
+
 /// One row × broker: the common cell builder and the MQTT figures beside it.
 pub struct Slot {
     builder: CellBuilder,
@@ -125,6 +129,11 @@ pub struct Slot {
 impl Slot {
     pub fn is_live(&self) -> bool {
         self.builder.is_live()
+    }
+
+    /// Keeps the worse of the cell's status and `status` (the first reason on a tie).
+    pub fn mark(&mut self, status: Status, reason: impl Into<String>) {
+        self.builder.mark(status, reason);
     }
 
     /// The cell as it stands.
@@ -137,7 +146,7 @@ impl Slot {
 
 /// One slot per row and system (`[row][system]`), each cell carrying its system's labels; a
 /// system that refused its protocol has refused cells, never measured.
-pub fn slots(opts: &Opts, systems: &[System], rows: &[Row]) -> Vec<Vec<Slot>> {
+pub fn slots(opts: &Opts, systems: &[System], rows: &[Row], segment: Segment) -> Vec<Vec<Slot>> {
     rows.iter()
         .map(|row| {
             systems
@@ -148,7 +157,7 @@ pub fn slots(opts: &Opts, systems: &[System], rows: &[Row]) -> Vec<Vec<Slot>> {
                         &row.name,
                         &b.info.name,
                         row.unit,
-                        row.clients(opts),
+                        row.clients(opts, segment),
                         opts.common.rounds,
                     );
                     let mut builder = CellBuilder::new(cell, opts.common.ceiling);
@@ -198,11 +207,14 @@ pub struct Windows<'a> {
     /// Numbers every window of the run, so topics and client ids never repeat.
     pub next_window: u32,
     pub baselines: Baselines,
+    /// This worker at the start barrier.
+    pub gate: Gate,
 }
 
 impl Windows<'_> {
     /// Runs round `round` of `row` on `broker` and folds it into `slot` (a warm-up only marks
-    /// what went wrong in it), with a line on `progress`.
+    /// what went wrong in it), with a line on `progress`. The window opens at the start
+    /// barrier; only a failure of the barrier is an error here (the run stops).
     pub async fn round(
         &mut self,
         row: &Row,
@@ -210,7 +222,8 @@ impl Windows<'_> {
         round: Round,
         slot: &mut Slot,
         progress: &Progress,
-    ) {
+    ) -> Result<(), BarrierError> {
+        self.gate.arm();
         let common = &self.opts.common;
         let label = round.label(common.warmup, common.rounds);
         let broker = &system.broker;
@@ -224,8 +237,13 @@ impl Windows<'_> {
             payload: self.payload.clone(),
             next_window: &mut self.next_window,
             baselines: &mut self.baselines,
+            gate: &mut self.gate,
         };
-        match workloads::run_round(row, &mut ctx, &label).await {
+        let ran = workloads::run_round(row, &mut ctx, &label).await;
+        if let Some(e) = self.gate.close().await {
+            return Err(e);
+        }
+        match ran {
             Ok(outcome) => {
                 slot.builder.add(round, &outcome.outcome);
                 for (status, reason) in &outcome.marks {
@@ -247,6 +265,7 @@ impl Windows<'_> {
                 ));
             }
         }
+        Ok(())
     }
 }
 
@@ -256,8 +275,23 @@ pub fn payload(opts: &Opts) -> Vec<u8> {
     common::data::ascii(&mut rng, opts.payload_bytes).into_bytes()
 }
 
-/// A short tag unique to this run, for its topics and client identifiers.
-pub fn run_tag() -> String {
+/// A short tag unique to this run (and to this worker of it), for its topics and client
+/// identifiers: with several workers the run id and the worker's index, so no two workers'
+/// clients share an identifier (a broker would close the older session) nor their topics.
+pub fn run_tag(worker: Option<(&str, u32)>) -> String {
+    if let Some((run_id, index)) = worker {
+        let id: String = run_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        return format!("{id}-w{index}");
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

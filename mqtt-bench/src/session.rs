@@ -13,6 +13,7 @@ use common::procstat::{Probe, Sampler, Usage};
 use common::tls::Negotiated;
 
 use crate::engine::{WindowResult, WindowSpec, run_window};
+use crate::gate::Gate;
 use crate::message::{Stamp, read_stamp, stamp};
 use crate::protocol::codec::{self, Ack, ConnAckInfo, Incoming, Protocol, PublishTemplate};
 use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint};
@@ -38,6 +39,9 @@ pub struct Client {
     pub source_addrs: Arc<[IpAddr]>,
     /// `mqtts://`: the TLS every connection starts with.
     pub tls: Option<TlsLink>,
+    /// The run's tag (with several workers: the run id and the worker's index), in the client
+    /// id of the connection that reads the broker's description, as in every other.
+    pub tag: Arc<str>,
 }
 
 /// Where every client of the run connects, as whom, with the run's client limits; the
@@ -84,10 +88,15 @@ pub struct Measured {
     pub client_cpu_ns: u64,
 }
 
-/// Runs one window on `link` with the broker's CPU and memory sampled through it.
-pub async fn measure(link: &Link, spec: WindowSpec) -> Result<Measured, ConnError> {
+/// Runs one window on `link` with the broker's CPU and memory sampled through it, opened at
+/// the start barrier (`gate`).
+pub async fn measure(
+    link: &Link,
+    spec: WindowSpec,
+    gate: &mut Gate,
+) -> Result<Measured, ConnError> {
     let sampler = link.probe.clone().map(Sampler::start);
-    let result = run_window(spec).await;
+    let result = run_window(spec, gate).await;
     let usage = sampler.map(Sampler::finish).unwrap_or_default();
     let result = result?;
     Ok(Measured {

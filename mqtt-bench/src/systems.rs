@@ -36,7 +36,7 @@ pub fn specs(targets: &[TargetSpec]) -> anyhow::Result<Vec<TargetSpec>> {
 }
 
 /// The client every connection of the run is made as (the URL adds its credentials).
-pub fn client(opts: &Opts) -> Client {
+pub fn client(opts: &Opts, run_tag: &str) -> Client {
     Client {
         username: None,
         password: None,
@@ -44,6 +44,7 @@ pub fn client(opts: &Opts) -> Client {
         keep_alive_s: opts.keep_alive_s(),
         source_addrs: Arc::from(opts.source_addrs.clone()),
         tls: None,
+        tag: Arc::from(run_tag),
     }
 }
 
@@ -57,7 +58,7 @@ pub async fn prepare(
     progress: &Progress,
     access: &targets::Reach,
 ) -> anyhow::Result<(Vec<System>, String)> {
-    let client = client(opts);
+    let client = client(opts, run_tag);
     let mut brokers = Vec::new();
     for spec in specs {
         let pid = pid_for(&opts.broker_pids, spec, specs.len());

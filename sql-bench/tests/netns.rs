@@ -10,13 +10,13 @@ mod support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use common::histogram::decode_histogram;
 use common::results::{Cell, Report, Status};
 use common::testing::netns::Namespaces;
-use common::testing::process::{self, Started, start};
+use common::testing::process::{self, Started, barrier, start};
 use common::testing::read_report;
 use support::{DoomedPostgres, assert_matches_schema};
 
@@ -55,12 +55,7 @@ fn finish(process: Started) -> (ExitStatus, String) {
 
 /// `sql-bench merge` of `parts` on the host, as the merge Job runs it.
 fn merge(parts: &[PathBuf], expect: usize, output: &Path) -> (ExitStatus, String) {
-    let mut command = Command::new(SQL_BENCH);
-    command
-        .args(["merge", "--expect-workers", &expect.to_string(), "--output"])
-        .arg(output)
-        .args(parts);
-    finish(start(&mut command, output.with_extension("stderr")))
+    process::merge(SQL_BENCH, parts, expect, output, PROCESS_LIMIT)
 }
 
 /// A PostgreSQL of the test's own on the host's bridge address (the shared one listens on
@@ -72,10 +67,6 @@ fn postgres_for(net: &Namespaces) -> Option<DoomedPostgres> {
         .unwrap()
         .port();
     DoomedPostgres::start_on(Some(net.host_address()), port)
-}
-
-fn barrier(report: &Report) -> &common::scale::BarrierRecord {
-    report.worker.as_ref().unwrap().barrier.as_ref().unwrap()
 }
 
 fn not_ok(report: &Report) -> Vec<String> {

@@ -62,6 +62,11 @@ pub trait ToolReport: Sync {
     fn charts(&self, report: &Report) -> Vec<(String, String)> {
         report::render_svg_charts(report)
     }
+
+    /// `merge`: the tool's own cell figures (`extra`) of the merged run from every worker's
+    /// part (`parts`, in worker-index order, each cell at the same place as in `merged`). The
+    /// default keeps worker 0's, as `merged` already has them.
+    fn merge_extras(&self, _parts: &[&Report], _merged: &mut Report) {}
 }
 
 /// The tables every tool shares and nothing more.
@@ -104,6 +109,10 @@ impl ToolReport for BySuite<'_> {
 
     fn charts(&self, report: &Report) -> Vec<(String, String)> {
         self.of(report).charts(report)
+    }
+
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
+        self.of(merged).merge_extras(parts, merged);
     }
 }
 

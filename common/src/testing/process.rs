@@ -42,3 +42,31 @@ pub fn finish(mut process: Started, limit: Duration) -> (ExitStatus, String) {
         std::fs::read_to_string(&process.1).unwrap_or_default(),
     )
 }
+
+/// `BINARY merge --expect-workers EXPECT --output OUTPUT PARTS…` on the host, as the merge Job
+/// of a run on several machines runs it (stderr beside `output`), bounded by `limit`.
+pub fn merge(
+    binary: &str,
+    parts: &[PathBuf],
+    expect: usize,
+    output: &std::path::Path,
+    limit: Duration,
+) -> (ExitStatus, String) {
+    let mut command = Command::new(binary);
+    command
+        .args(["merge", "--expect-workers", &expect.to_string(), "--output"])
+        .arg(output)
+        .args(parts);
+    finish(start(&mut command, output.with_extension("stderr")), limit)
+}
+
+/// The barrier record of a worker's part.
+pub fn barrier(report: &crate::results::Report) -> &crate::scale::BarrierRecord {
+    report
+        .worker
+        .as_ref()
+        .expect("a worker block")
+        .barrier
+        .as_ref()
+        .expect("a barrier record")
+}

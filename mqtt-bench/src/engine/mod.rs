@@ -21,6 +21,7 @@ use self::lanes::LaneClock;
 use self::publisher::{Publisher, PublisherReport};
 pub use self::shared::Shared;
 use self::subscriber::{Subscriber, SubscriberReport};
+use crate::gate::Gate;
 use crate::message::{Delivery, Ledger};
 use crate::protocol::conn::{Conn, ConnError, ConnectOptions, Endpoint, Session};
 
@@ -152,10 +153,11 @@ impl WindowResult {
     }
 }
 
-/// Connects the clients (before any clock), runs the window, and merges what they measured.
-/// An `Err` means the window could not start (a client could not connect or subscribe); it
-/// keeps the connection error, so a refusal can be told apart.
-pub async fn run_window(spec: WindowSpec) -> Result<WindowResult, ConnError> {
+/// Connects the clients (before any clock), meets the start barrier (`gate`), runs the window,
+/// and merges what they measured. An `Err` means the window could not start (a client could
+/// not connect or subscribe, or the barrier failed); it keeps the connection error, so a
+/// refusal can be told apart.
+pub async fn run_window(spec: WindowSpec, gate: &mut Gate) -> Result<WindowResult, ConnError> {
     let spec = Arc::new(spec);
     let lanes = Lanes::shared();
     let publishers = spec.publishers();
@@ -191,6 +193,12 @@ pub async fn run_window(spec: WindowSpec) -> Result<WindowResult, ConnError> {
         });
         let (conn, handshake) = handle.await.map_err(|e| task_failed("a publisher", e))??;
         pub_conns.push((index, conn, handshake.connack));
+    }
+    if !gate.open().await {
+        return Err(ConnError::Unexpected {
+            addr: "mqtt-bench".into(),
+            what: gate.stopped_message(),
+        });
     }
     Ok(measure(spec, pub_conns, subscribers).await)
 }

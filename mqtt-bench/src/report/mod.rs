@@ -5,6 +5,7 @@
 //! of order) and what each broker cost in CPU and memory, as the terminal summary and
 //! `report.md` ([`MqttReport`]); the notes every run carries.
 
+pub mod merged;
 mod qos;
 mod sweep;
 
@@ -314,6 +315,11 @@ fn block(heading: &str, bullet: &str, items: &[String]) -> String {
 pub struct MqttReport;
 
 impl ToolReport for MqttReport {
+    /// A merged run's delivery accounting: every worker's added up.
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
+        merged::merge_extras(parts, merged);
+    }
+
     /// The broker's own chart: the QoS 0 sweep's delivered against offered rate.
     fn charts(&self, report: &Report) -> Vec<(String, String)> {
         render_sweep_svg(report)

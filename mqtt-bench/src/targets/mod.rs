@@ -264,7 +264,7 @@ type Described = (
 /// Connects once to read the `$SYS` topics: in MQTT 3.1.1, or in 5 for a broker that only
 /// speaks 5.
 async fn describe_over_mqtt(url: &BrokerUrl, client: &Client) -> Result<Described, TargetError> {
-    let id = format!("fairbench-describe-{}", std::process::id());
+    let id = format!("fairbench-describe-{}", client.tag);
     let mut last = None;
     for protocol in [Protocol::V311, Protocol::V5] {
         let client = Client {

@@ -13,6 +13,7 @@ pub fn client() -> Client {
         keep_alive_s: 60,
         source_addrs: Arc::from(Vec::new()),
         tls: None,
+        tag: Arc::from("test"),
     }
 }
 

@@ -20,10 +20,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::procstat::Usage;
 use common::results::Status;
+use common::scale::Segment;
 use common::window::WindowOutcome;
 
 use crate::engine::lanes::LaneUsage;
 use crate::engine::{Owed, WindowSpec};
+use crate::gate::Gate;
 use crate::message::Delivery;
 use crate::opts::{Opts, Scenario};
 use crate::protocol::conn::{ConnError, Session};
@@ -47,13 +49,16 @@ pub struct Row {
 }
 
 impl Row {
-    /// Clients of one window of this row.
-    pub fn clients(&self, opts: &Opts) -> u32 {
+    /// This worker's clients of one window of this row (all of them without workers).
+    pub fn clients(&self, opts: &Opts, segment: Segment) -> u32 {
+        let share = |n: usize| segment.share(n as u64);
         let n = match self.scenario {
-            Scenario::Fanout => opts.subscribers + 1,
-            Scenario::ManyToMany => opts.many_to_many.publishers + opts.many_to_many.subscribers,
-            Scenario::Shared => opts.group + 1,
-            Scenario::Connect | Scenario::Idle => opts.clients as usize,
+            Scenario::Fanout => opts.subscribers as u64 + 1,
+            Scenario::ManyToMany => {
+                share(opts.many_to_many.publishers) + share(opts.many_to_many.subscribers)
+            }
+            Scenario::Shared => opts.group as u64 + 1,
+            Scenario::Connect | Scenario::Idle => segment.share(opts.clients),
             _ => 2,
         };
         u32::try_from(n).unwrap_or(u32::MAX)
@@ -151,9 +156,17 @@ pub struct Ctx<'a> {
     /// Numbers every window of the run, so topics and client ids never repeat.
     pub next_window: &'a mut u32,
     pub baselines: &'a mut Baselines,
+    /// This worker at the start barrier: its share of every quantity, and where each window
+    /// opens.
+    pub gate: &'a mut Gate,
 }
 
 impl Ctx<'_> {
+    /// This worker's part of the run (the whole of it without workers).
+    pub fn segment(&self) -> Segment {
+        self.gate.segment()
+    }
+
     /// The next window's number.
     pub fn window(&mut self) -> u32 {
         let window = *self.next_window;
@@ -209,9 +222,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// Runs one window with the broker's CPU and memory sampled through it.
-    pub async fn measure(&self, spec: WindowSpec) -> Result<Measured, RoundError> {
-        session::measure(self.link, spec)
+    /// Runs one window with the broker's CPU and memory sampled through it, opened at the
+    /// start barrier.
+    pub async fn measure(&mut self, spec: WindowSpec) -> Result<Measured, RoundError> {
+        session::measure(self.link, spec, self.gate)
             .await
             .map_err(RoundError::from)
     }

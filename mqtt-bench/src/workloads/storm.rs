@@ -22,10 +22,12 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     let idle = row.scenario == Scenario::Idle;
     let window = ctx.window();
     let keep_alive = opts.keep_alive;
+    // This worker's share of the clients and of their connect rate.
+    let segment = ctx.segment();
     let spec = StormSpec {
         endpoint: ctx.link.endpoint.clone(),
-        clients: opts.clients,
-        rate_per_s: opts.connect_rate,
+        clients: segment.share(opts.clients),
+        rate_per_s: segment.share_of_rate(opts.connect_rate),
         hold: if idle {
             opts.common.duration
         } else {
@@ -38,6 +40,11 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         probe: ctx.link.probe.clone(),
     };
     note_baselines(ctx.baselines, ctx.system, &spec);
+    let clients = spec.clients;
+    // A storm's clock is its connects: the barrier opens it before the first.
+    if !ctx.gate.open().await {
+        return Err(RoundError::from(ctx.gate.stopped_message()));
+    }
     let r = storm::run(spec).await;
     let marks = judge(&r, label);
     let figures = figures(&r, ctx.baselines, ctx.system, idle, opts.common.duration);
@@ -61,7 +68,7 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
     Ok(RoundOutcome {
         outcome: WindowOutcome {
             recorder,
-            workers: opts.clients as usize,
+            workers: clients as usize,
             elapsed: elapsed.max(Duration::from_nanos(1)),
             stuck_workers: 0,
             client_cpu_ns: lanes.cpu_ns,

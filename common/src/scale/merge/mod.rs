@@ -73,6 +73,9 @@ pub fn run(args: &MergeArgs, tool: &str, renderer: &dyn ToolReport) -> anyhow::R
         .map(|l| (l.file.display().to_string(), l.report))
         .collect();
     let mut report = merge(&parts, args.expect_workers)?;
+    let mut ordered: Vec<&Report> = parts.iter().map(|(_, r)| r).collect();
+    ordered.sort_by_key(|r| r.worker.as_ref().map(|w| w.index));
+    renderer.merge_extras(&ordered, &mut report);
     if let Some(options) = report.options.as_object_mut() {
         options.insert(
             "output".into(),
@@ -239,7 +242,7 @@ fn merged_notes(parts: &[(&str, &Report, &WorkerInfo)]) -> Vec<String> {
         }
     }
     notes.push(format!(
-        "Merged from {} workers of run {} (each on its own client machine, every window opened by a start barrier): throughput summed round by round before median, min and max; latency histograms added exactly and every percentile recomputed from the sum; counts, connections, rates and client CPU summed. Schedule lag is the worst worker's; tool-specific cell figures (`extra`) and the environment are worker 0's. Each worker's own figures are under `workers`.",
+        "Merged from {} workers of run {} (each on its own client machine, every window opened by a start barrier): throughput summed round by round before median, min and max; latency histograms added exactly and every percentile recomputed from the sum; counts, connections, rates and client CPU summed. Schedule lag is the worst worker's; tool-specific cell figures (`extra`) are worker 0's unless the tool's own note says it added them up, and the environment is worker 0's. Each worker's own figures are under `workers`.",
         parts.len(),
         w0.run_id
     ));

@@ -1,0 +1,235 @@
+//! mqtt-bench as several client machines of one run (two or three workers' worth, in-process,
+//! on loopback) against the real Mosquitto: every window opened by the barrier, the clients,
+//! publishers, subscribers and topics shared out with no client id or topic of one worker
+//! reaching another, every worker's ledgers clean, `merge` adding their figures exactly; and a
+//! worker that never comes stopping the others with the barrier's code.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::thread;
+
+use common::histogram::decode_histogram;
+use common::results::{Cell, Report, Status};
+use common::scale::merge::MergeArgs;
+use common::testing::free_port;
+use support::*;
+
+/// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
+fn workers(
+    root: &Path,
+    broker: &str,
+    count: u32,
+    indexes: &[u32],
+) -> Vec<(PathBuf, anyhow::Result<mqtt_bench::Summary>)> {
+    let barrier = format!("127.0.0.1:{}", free_port());
+    let broker = format!("mosquitto={broker}");
+    let handles: Vec<_> = indexes
+        .iter()
+        .map(|&i| {
+            let out = root.join(format!("worker-{i}"));
+            let owned: Vec<String> = [
+                "--broker",
+                &broker,
+                "--scenarios",
+                "connect,idle,many-to-many",
+                "--clients",
+                "40",
+                "--connect-rate",
+                "2k",
+                "--many-to-many",
+                "4x4",
+                "--topics",
+                "4",
+                "--backlog",
+                "100",
+                "--rounds",
+                "3",
+                "--duration",
+                "300ms",
+                "--worker-count",
+                &count.to_string(),
+                "--worker-index",
+                &i.to_string(),
+                "--run-id",
+                "mqtt-test-1",
+                "--barrier",
+                &barrier,
+                "--barrier-timeout",
+                "3s",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            thread::spawn(move || {
+                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
+                let result = run(&args(&out, &borrowed));
+                (out, result)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn cell<'a>(report: &'a Report, prefix: &str) -> &'a Cell {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} cell"))
+}
+
+fn starts(report: &Report) -> &[u64] {
+    &report
+        .worker
+        .as_ref()
+        .unwrap()
+        .barrier
+        .as_ref()
+        .unwrap()
+        .start_unix_ns
+}
+
+#[test]
+fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
+    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let parts = workers(dir.path(), &broker, 2, &[0, 1]);
+    let mut reports = Vec::new();
+    for (out, result) in &parts {
+        let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
+        assert_matches_schema(out);
+        let barrier = summary.report.worker.as_ref().unwrap().barrier.clone();
+        // 3 rows × (1 warm-up + 3 rounds), and the closing meeting.
+        assert_eq!(barrier.unwrap().windows, 3 * 4 + 1);
+        reports.push(summary.report.clone());
+    }
+    // One clock on one host: the windows opened together.
+    for (a, b) in starts(&reports[0]).iter().zip(starts(&reports[1])) {
+        let apart = a.abs_diff(*b);
+        assert!(
+            apart < 50_000_000,
+            "starts {} ms apart: {:?} vs {:?}",
+            apart / 1_000_000,
+            starts(&reports[0]),
+            starts(&reports[1])
+        );
+    }
+    for (prefix, each) in [("connect", 20), ("idle", 20), ("many-to-many", 4)] {
+        let connections: Vec<u32> = reports
+            .iter()
+            .map(|r| cell(r, prefix).connections)
+            .collect();
+        assert_eq!(
+            connections,
+            [each, each],
+            "{prefix}: the clients are shared"
+        );
+    }
+    // Each worker's clients and topics are its own: no connection of one closed by a client
+    // id of the other, no delivery from the other's publishers, every message owed accounted
+    // for on the worker that sent it.
+    for report in &reports {
+        for c in &report.cells {
+            assert_eq!(c.status, Status::Ok, "{}: {:?}", c.workload, c.reason);
+        }
+        let m2m = cell(report, "many-to-many");
+        let delivery = &m2m.extra["delivery"];
+        assert!(delivery["sent"].as_u64().unwrap() > 0, "{delivery}");
+        assert_eq!(delivery["strays"], 0, "{delivery}");
+        let n = |k: &str| delivery[k].as_u64().unwrap();
+        assert_eq!(n("distinct") + n("lost"), n("sent"), "{delivery}");
+        assert_eq!(m2m.counts.ok, n("distinct"));
+    }
+    let merged_dir = dir.path().join("merged");
+    let merge = MergeArgs {
+        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
+        expect_workers: 2,
+        output: merged_dir.clone(),
+        wait: None,
+    };
+    common::scale::merge::run(&merge, "mqtt-bench", &mqtt_bench::report::MqttReport).unwrap();
+    assert_matches_schema(&merged_dir);
+    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
+    let merged = common::testing::read_report(&merged_dir);
+    assert_eq!(merged.workers.len(), 2);
+    for (i, c) in merged.cells.iter().enumerate() {
+        let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
+        assert_eq!(c.status, Status::Ok, "{}: {:?}", c.workload, c.reason);
+        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
+        assert_eq!(c.connections, a.connections + b.connections);
+        let rounds = |c: &Cell| c.throughput.as_ref().unwrap().rounds.clone();
+        let sums: Vec<f64> = rounds(a)
+            .iter()
+            .zip(rounds(b))
+            .map(|(x, y)| x + y)
+            .collect();
+        assert_eq!(rounds(c).len(), 3, "{}", c.workload);
+        for (m, s) in rounds(c).iter().zip(&sums) {
+            assert!(
+                (m - s).abs() <= 1e-9 * s.abs(),
+                "{}: {m} vs {s}",
+                c.workload
+            );
+        }
+        // The delivery ledgers are added up too, not worker 0's alone.
+        for key in ["sent", "distinct", "lost", "duplicates", "strays"] {
+            let n = |c: &Cell| c.extra["delivery"][key].as_u64().unwrap();
+            assert_eq!(n(c), n(a) + n(b), "{}: {key}", c.workload);
+        }
+        if let (Some(ha), Some(hb)) = (&a.histogram_b64, &b.histogram_b64) {
+            let mut expected = decode_histogram(ha).unwrap();
+            expected.auto(true);
+            expected.add(decode_histogram(hb).unwrap()).unwrap();
+            let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
+            assert_eq!(merged_h, expected, "{}: the exact sum", c.workload);
+        }
+    }
+    assert_eq!(cell(&merged, "connect").connections, 40);
+    assert_eq!(cell(&merged, "many-to-many").connections, 8);
+}
+
+#[test]
+fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
+    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    // Worker 2 of 3 is never started (its pod was killed before the barrier).
+    let parts = workers(dir.path(), &broker, 3, &[0, 1]);
+    for (out, result) in &parts {
+        let Err(error) = result.as_ref() else {
+            panic!("the run was to stop at the barrier")
+        };
+        assert!(
+            error
+                .downcast_ref::<common::scale::BarrierError>()
+                .is_some(),
+            "{error:#}"
+        );
+        assert!(
+            format!("{error:#}").contains("worker(s) 2 never arrived"),
+            "{error:#}"
+        );
+        let report = common::testing::read_report(out);
+        assert!(report.cells.iter().all(|c| c.status == Status::Error
+            && c.reason.as_deref().unwrap_or("").contains("never arrived")));
+    }
+    let merge = MergeArgs {
+        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
+        expect_workers: 3,
+        output: dir.path().join("merged"),
+        wait: None,
+    };
+    let error = common::scale::merge::run(&merge, "mqtt-bench", &mqtt_bench::report::MqttReport)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("stopped at the barrier"), "{error}");
+    assert!(
+        !dir.path().join("merged").exists(),
+        "nothing merged as if complete"
+    );
+}
