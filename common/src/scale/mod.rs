@@ -18,4 +18,4 @@ pub use worker::{PER_WORKER_OPTIONS, Worker, options_hash};
 
 /// The tools whose runs take `--worker-count` above 1 (the others refuse it, rather than run
 /// N full copies that no merge could add up).
-pub const WORKER_TOOLS: &[&str] = &["geo-bench"];
+pub const WORKER_TOOLS: &[&str] = &["geo-bench", "search-bench"];
