@@ -10,6 +10,7 @@ pub mod plan;
 pub mod queries;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod session;
 pub mod state;
 pub mod systems;

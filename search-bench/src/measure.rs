@@ -1,6 +1,7 @@
 //! The timed phases: ingest every engine (rounds interleaved, each into a fresh index; once and
 //! untimed when ingest is not a workload), then open the search sessions and run the query
-//! windows, interleaved in alternating order. Every cell is written the moment it changes.
+//! windows, interleaved in alternating order, each opened at the start barrier when the run
+//! has several workers. Every cell is written the moment it changes.
 
 use std::time::Instant;
 
@@ -8,6 +9,7 @@ use common::phases::window_line;
 use common::procstat::process_cpu_ns;
 use common::protocol::{Round, Step, schedule};
 use common::results::Status;
+use common::scale::BarrierError;
 use common::window::WindowOutcome;
 
 use crate::state::State;
@@ -122,9 +124,16 @@ async fn ingest_once(
     Ok((outcome, refresh.as_secs_f64() * 1e3, server_cpu))
 }
 
-/// Opens every healthy engine's search sessions, before any query clock starts.
+/// This worker's share of the query connections (all of them without workers).
+fn connections(state: &State<'_>) -> usize {
+    let total = u64::from(state.opts.common.connections);
+    state.worker.segment.share(total) as usize
+}
+
+/// Opens every healthy engine's search sessions (this worker's share), before any query
+/// clock starts.
 pub async fn open_searchers(state: &mut State<'_>) {
-    let n = state.opts.common.connections as usize;
+    let n = connections(state);
     for si in 0..state.systems.len() {
         let system = &mut state.systems[si];
         if system.broken.is_some() {
@@ -140,11 +149,16 @@ pub async fn open_searchers(state: &mut State<'_>) {
     }
 }
 
-/// The timed query windows: workload by workload, rounds interleaved across engines.
-pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
+/// The timed query windows: workload by workload, rounds interleaved across engines. With
+/// several workers each window opens at the barrier, on every worker or on none; only a
+/// barrier failure is an error here (the run stops).
+pub async fn queries(state: &mut State<'_>) -> Result<anyhow::Result<()>, BarrierError> {
     let opts = state.opts;
     let common = &opts.common;
     let plan = state.window_plan();
+    let n = connections(state);
+    // Each worker would read the whole server's CPU time against its own share of the work.
+    let reads_server = !state.worker.is_part();
     let rows: Vec<(usize, crate::queries::QueryKind)> = state
         .plan
         .workloads
@@ -163,18 +177,19 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
     );
     for step in steps {
         if state.run.interrupted() {
-            return Ok(());
+            return Ok(Ok(()));
         }
         let (wi, kind) = rows[step.workload];
         let si = step.system;
         let slot = &mut state.slots[wi][si];
         let system = &mut state.systems[si];
+        let ready = system.searchers.is_some();
+        if !crate::scale::window_opens(&mut state.worker, &mut slot.builder, ready).await? {
+            continue;
+        }
         let Some(workers) = system.searchers.as_mut() else {
             continue;
         };
-        if !slot.builder.is_live() {
-            continue;
-        }
         let label = format!(
             "{} · {} · {}",
             kind.key(),
@@ -183,12 +198,10 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
         );
         let progress = state.run.progress();
         progress.window(label.clone(), common.duration);
-        let pid = system.description.server_pid;
+        let pid = system.description.server_pid.filter(|_| reads_server);
         let before = server_cpu_ns(pid);
-        match workers
-            .run_window(common.connections as usize, kind, &plan)
-            .await
-        {
+        let order = crate::scale::order_of(&state.orders, kind);
+        match workers.run_window(n, kind, &plan, order).await {
             Ok(outcome) => {
                 slot.record(step.round, &outcome, server_cpu_since(pid, before));
                 progress.line(window_line(&label, &outcome, "q/s"));
@@ -198,7 +211,9 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
                 progress.line(format!("{label}: {message}"));
             }
         }
-        state.save()?;
+        if let Err(e) = state.save() {
+            return Ok(Err(e));
+        }
     }
-    Ok(())
+    Ok(Ok(()))
 }

@@ -1,12 +1,14 @@
 //! One search-bench run, as its phases: plan (validate every input before touching anything) →
 //! connect, describe and check every index → generate the corpus, queries and exact answers →
 //! ingest (measured, interleaved) → verify every engine's count and answers → measure the
-//! queries (interleaved) → record → render, on common's run lifecycle.
+//! queries (interleaved) → record → render, on common's run lifecycle. As one of several
+//! workers, only worker 0 ingests, verifies and cleans up; every window opens at the barrier.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::scale::Worker;
 
 use crate::opts::Opts;
 use crate::plan::{self, Material};
@@ -14,7 +16,7 @@ use crate::report::{SearchReport, cpu_notes};
 use crate::state::State;
 use crate::systems::{self, System};
 use crate::targets;
-use crate::{measure, verify};
+use crate::{measure, scale, verify};
 
 const TOOL: Tool = Tool {
     name: "search-bench",
@@ -32,7 +34,13 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .common
         .targets_or(targets::DEFAULT_TARGET)
         .map_err(anyhow::Error::msg)?;
+    scale::refuse(opts, &plan, &specs)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+        Ok(worker) => worker,
+        Err(e) => return Err(lifecycle.abandon(e.into())),
+    };
     let reach = targets::Reach::of(&lifecycle, &opts.common);
     let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
@@ -45,41 +53,57 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         opts.queries
     ));
     let material = Material::generate(opts, &plan);
+    let mut notes = systems::notes(opts, &systems);
+    notes.extend(scale::notes(&worker));
     let run = lifecycle.begin(Begin {
         section: SECTION.into(),
         systems: systems.iter().map(|s| s.info.clone()).collect(),
         reference: Some(reference),
         data: Some(material.corpus.info.clone()),
-        notes: systems::notes(opts, &systems),
+        notes,
     })?;
-    let mut state = State::new(opts, &plan, &material, systems, run)?;
-    measure::ingest(&mut state).await?;
+    let mut state = State::new(opts, &plan, &material, systems, run, worker)?;
+    if state.worker.prepares() {
+        measure::ingest(&mut state).await?;
+    }
     if state.run.interrupted() {
         // A half-loaded index proves nothing about the engine: stop here.
         state.run.report.notes.push(
             "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
         );
     } else {
-        verify::counts(&mut state).await;
-        verify::answers(&mut state).await;
+        if state.worker.prepares() {
+            verify::counts(&mut state).await;
+            verify::answers(&mut state).await;
+        }
         state.save()?;
         measure::open_searchers(&mut state).await;
-        measure::queries(&mut state).await?;
+        match measure::queries(&mut state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(scale::stopped(&mut state, e)),
+        }
         if state.run.interrupted() {
             state.run.report.notes.push(
                 "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
             );
         }
     }
+    // Worker 0 cleans up only once every worker is done with its last window.
+    if let Err(e) = state.worker.sync(0).await {
+        return Err(scale::stopped(&mut state, e));
+    }
     state.save()?;
     let State {
         mut systems,
         mut run,
+        worker,
         ..
     } = state;
     let notes = cpu_notes(&run.report);
     run.report.notes.extend(notes);
-    cleanup(opts, &mut systems, &mut run.report.notes).await;
+    if worker.prepares() {
+        cleanup(opts, &mut systems, &mut run.report.notes).await;
+    }
     run.finish(&SearchReport)
 }
 

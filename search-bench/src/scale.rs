@@ -1,0 +1,159 @@
+//! search-bench as one of several workers of a run: what worker mode refuses before anything
+//! is touched (an embedded engine, the timed ingest, fewer connections than workers), the
+//! order of each query set a worker draws from its own seed, whether a window runs on every
+//! worker or on none, and the run stopped at the barrier.
+
+use std::sync::Arc;
+
+use anyhow::bail;
+use common::options::{CommonOpts, TargetSpec};
+use common::results::Status;
+use common::scale::{BarrierError, Segment, Worker};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
+use crate::opts::Opts;
+use crate::plan::Plan;
+use crate::queries::{QueryKind, QuerySet};
+use crate::session::Order;
+use crate::state::State;
+
+/// This process's segment of the run the flags describe (the whole without workers).
+pub fn segment(common: &CommonOpts) -> Segment {
+    Segment::new(common.worker_index, common.worker_count).unwrap_or(Segment::WHOLE)
+}
+
+/// What several workers cannot do, refused with one line before any folder or index exists:
+/// an embedded engine (each process would hold an index of its own), the timed ingest (its
+/// documents are not split across workers yet) and fewer connections than workers.
+pub fn refuse(opts: &Opts, plan: &Plan, specs: &[TargetSpec]) -> anyhow::Result<()> {
+    let count = opts.common.worker_count;
+    if count <= 1 {
+        return Ok(());
+    }
+    if let Some(spec) = specs.iter().find(|s| s.scheme() == "tantivy") {
+        bail!(
+            "--worker-count {count}: `{}` is an embedded tantivy index inside each process, which several workers cannot share; give an Elasticsearch-API server as --target",
+            spec.url
+        );
+    }
+    if plan.measures_ingest() {
+        bail!(
+            "--worker-count {count}: the timed `ingest` workload is not split across workers; leave it out of --workloads (e.g. --workloads match,phrase,bool,agg: worker 0 then loads the corpus once, untimed)"
+        );
+    }
+    if opts.common.connections < count {
+        bail!(
+            "--worker-count {count}: {} connections cannot be shared by {count} workers (each needs one); use fewer workers or more --connections",
+            opts.common.connections
+        );
+    }
+    Ok(())
+}
+
+/// Each query set's order for this worker: `None` (query `seq mod len`, as without workers)
+/// for a run alone, otherwise a permutation drawn from `segment.seed(seed)` and the kind, so
+/// no two workers send the same sequence.
+pub fn orders(segment: Segment, seed: u64, sets: &[QuerySet]) -> [Option<Order>; 4] {
+    let mut orders: [Option<Order>; 4] = Default::default();
+    if segment.count == 1 {
+        return orders;
+    }
+    for set in sets {
+        let stream = segment.seed(seed) ^ (set.kind as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(stream);
+        let mut order: Vec<u32> = (0..set.bodies.len() as u32).collect();
+        order.shuffle(&mut rng);
+        orders[set.kind as usize] = Some(order.into());
+    }
+    orders
+}
+
+/// The order of `kind`'s set for this worker.
+pub fn order_of(orders: &[Option<Order>; 4], kind: QueryKind) -> Option<Order> {
+    orders[kind as usize].as_ref().map(Arc::clone)
+}
+
+/// Every worker meets the barrier before a window and says whether it can run it (its cell
+/// may have been marked by verification on worker 0, or by a failed window); the window runs
+/// on every worker or on none. Returns whether it runs here; a worker whose cell is still live
+/// while another's is not marks it so.
+pub async fn window_opens(
+    worker: &mut Worker,
+    builder: &mut common::protocol::CellBuilder,
+    ready: bool,
+) -> Result<bool, BarrierError> {
+    let here = ready && builder.is_live();
+    let not_ready = worker.sync(u64::from(!here)).await?;
+    if not_ready > 0 && here {
+        builder.mark(
+            Status::Error,
+            "not measured: another worker of the run could not measure this cell (its results say why)",
+        );
+        return Ok(false);
+    }
+    Ok(here)
+}
+
+/// The notes of a worker's part: what it did and did not do, and what it could not read.
+pub fn notes(worker: &Worker) -> Vec<String> {
+    if !worker.is_part() {
+        return Vec::new();
+    }
+    let segment = worker.segment;
+    let mut notes = vec![
+        "Worker mode: each worker sent its share of the connections and of any --rate, each query set in an order of its own (drawn from --seed and its index); every window opened at the start barrier.".to_owned(),
+        "Server CPU time is not read in worker mode (each worker would see the whole server's, not its own share).".to_owned(),
+    ];
+    if !segment.is_leader() {
+        notes.push(format!(
+            "Worker {} of {}: worker 0 created the index, loaded the corpus and verified every answer; this worker only sent queries.",
+            segment.index, segment.count
+        ));
+    }
+    notes
+}
+
+/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
+/// block records the failure, results.json is written, and the error (exit 3) goes back.
+pub fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
+    for slot in state.slots.iter_mut().flatten() {
+        slot.builder
+            .mark(Status::Error, format!("stopped: {error}"));
+    }
+    state.run.report.worker = state.worker.info();
+    state
+        .run
+        .report
+        .notes
+        .push(format!("The run stopped at the start barrier: {error}."));
+    if let Err(e) = state.save() {
+        return e.context(error.to_string());
+    }
+    error.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::Corpus;
+
+    #[test]
+    fn workers_draw_orders_of_their_own_and_a_run_alone_keeps_the_plain_sequence() {
+        let corpus = Corpus::generate(42, 200);
+        let set = QuerySet::generate(QueryKind::Match, &corpus, 42, 64);
+        let sets = std::slice::from_ref(&set);
+        assert!(orders(Segment::WHOLE, 42, sets).iter().all(Option::is_none));
+        let mine = |i| {
+            orders(Segment::new(i, 2).unwrap(), 42, sets)[QueryKind::Match as usize]
+                .clone()
+                .unwrap()
+        };
+        let (a, b) = (mine(0), mine(1));
+        assert_ne!(a, b, "two workers do not send the same sequence");
+        assert_eq!(a, mine(0), "the same seed draws the same order");
+        let mut sorted = a.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..64).collect::<Vec<u32>>(), "every query, once");
+    }
+}
