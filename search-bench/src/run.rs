@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use common::results::Status;
 use common::run::{Begin, Lifecycle, Summary, Tool};
-use common::scale::Worker;
+use common::scale::{BarrierError, Worker};
 
 use crate::opts::Opts;
 use crate::plan::{self, Material};
@@ -37,7 +38,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     scale::refuse(opts, &plan, &specs)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let options = serde_json::to_value(opts)?;
-    let worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
         Ok(worker) => worker,
         Err(e) => return Err(lifecycle.abandon(e.into())),
     };
@@ -45,7 +46,14 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
         Ok(connected) => connected,
-        Err(e) => return Err(lifecycle.abandon(e)),
+        Err(e) => {
+            // The other workers would wait for this one at the barrier: tell them why not.
+            let index = worker.segment.index;
+            worker
+                .abort(&format!("worker {index} could not connect: {e:#}"))
+                .await;
+            return Err(lifecycle.abandon(e));
+        }
     };
     lifecycle.progress().line(format!(
         "generating {} documents, {} queries per workload and their exact answers",
@@ -80,7 +88,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         measure::open_searchers(&mut state).await;
         match measure::queries(&mut state).await {
             Ok(saved) => saved?,
-            Err(e) => return Err(scale::stopped(&mut state, e)),
+            Err(e) => return Err(stopped(&mut state, e)),
         }
         if state.run.interrupted() {
             state.run.report.notes.push(
@@ -90,7 +98,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     }
     // Worker 0 cleans up only once every worker is done with its last window.
     if let Err(e) = state.worker.sync(0).await {
-        return Err(scale::stopped(&mut state, e));
+        return Err(stopped(&mut state, e));
     }
     state.save()?;
     let State {
@@ -105,6 +113,24 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&SearchReport)
+}
+
+/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
+/// block records the failure, results.json is written, and the error (exit 3) goes back.
+fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
+    for slot in state.slots.iter_mut().flatten() {
+        slot.builder
+            .mark(Status::Error, format!("stopped: {error}"));
+    }
+    state
+        .run
+        .report
+        .notes
+        .push(format!("The run stopped at the start barrier: {error}."));
+    if let Err(e) = state.save() {
+        return e.context(error.to_string());
+    }
+    error.into()
 }
 
 /// Drops search-bench's indexes, unless asked to keep them.

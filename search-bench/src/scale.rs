@@ -1,7 +1,7 @@
 //! search-bench as one of several workers of a run: what worker mode refuses before anything
 //! is touched (an embedded engine, the timed ingest, fewer connections than workers), the
 //! order of each query set a worker draws from its own seed, whether a window runs on every
-//! worker or on none, and the run stopped at the barrier.
+//! worker or on none, and what a worker's part says of itself.
 
 use std::sync::Arc;
 
@@ -16,7 +16,6 @@ use crate::opts::Opts;
 use crate::plan::Plan;
 use crate::queries::{QueryKind, QuerySet};
 use crate::session::Order;
-use crate::state::State;
 
 /// This process's segment of the run the flags describe (the whole without workers).
 pub fn segment(common: &CommonOpts) -> Segment {
@@ -112,25 +111,6 @@ pub fn notes(worker: &Worker) -> Vec<String> {
         ));
     }
     notes
-}
-
-/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
-/// block records the failure, results.json is written, and the error (exit 3) goes back.
-pub fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
-    for slot in state.slots.iter_mut().flatten() {
-        slot.builder
-            .mark(Status::Error, format!("stopped: {error}"));
-    }
-    state.run.report.worker = state.worker.info();
-    state
-        .run
-        .report
-        .notes
-        .push(format!("The run stopped at the start barrier: {error}."));
-    if let Err(e) = state.save() {
-        return e.context(error.to_string());
-    }
-    error.into()
 }
 
 #[cfg(test)]
