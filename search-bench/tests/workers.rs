@@ -84,14 +84,20 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         assert_eq!(barrier.unwrap().windows, 4 * 3 + 1);
         reports.push(summary.report.clone());
     }
-    // One clock on one host: the windows opened together.
-    let apart_ms: Vec<u64> = starts(&reports[0])
+    // One clock on one host: the windows opened together. On this machine (2 cores shared
+    // with builds and the servers, load 4–8) a thread sometimes wakes 130–300 ms late: 2 of
+    // 8 runs showed one such window of 13 (all others 0–9 ms apart). One stall is allowed;
+    // a missing or misplaced barrier puts every window apart (or changes the count above).
+    let mut apart_ms: Vec<u64> = starts(&reports[0])
         .iter()
         .zip(starts(&reports[1]))
         .map(|(a, b)| a.abs_diff(*b) / 1_000_000)
         .collect();
+    let stalls = apart_ms.iter().filter(|&&ms| ms >= 50).count();
+    assert!(stalls <= 1, "starts apart (ms): {apart_ms:?}");
+    apart_ms.sort_unstable();
     assert!(
-        apart_ms.iter().all(|&ms| ms < 50),
+        apart_ms[apart_ms.len() / 2] < 5,
         "starts apart (ms): {apart_ms:?}"
     );
     // Only worker 0 created the index (its settings read back), loaded and verified.
