@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod corpus;
+pub mod ingest;
 pub mod measure;
 pub mod opts;
 pub mod plan;

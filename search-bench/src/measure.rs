@@ -1,127 +1,27 @@
-//! The timed phases: ingest every engine (rounds interleaved, each into a fresh index; once and
-//! untimed when ingest is not a workload), then open the search sessions and run the query
-//! windows, interleaved in alternating order, each opened at the start barrier when the run
-//! has several workers. Every cell is written the moment it changes.
-
-use std::time::Instant;
+//! The timed query phase (ingest is [`crate::ingest`]): open the search sessions and run the
+//! query windows, interleaved in alternating order, each opened at the start barrier when the
+//! run has several workers; and the server CPU read around a window. Every cell is written
+//! the moment it changes.
 
 use common::phases::window_line;
 use common::procstat::process_cpu_ns;
-use common::protocol::{Round, Step, schedule};
+use common::protocol::schedule;
 use common::results::Status;
 use common::scale::BarrierError;
-use common::window::WindowOutcome;
 
 use crate::state::State;
 use crate::workloads::Workload;
 
 /// The server's CPU time now, when its process is on this machine and readable.
-fn server_cpu_ns(pid: Option<u32>) -> Option<u64> {
+pub fn server_cpu_ns(pid: Option<u32>) -> Option<u64> {
     pid.and_then(process_cpu_ns)
 }
 
 /// CPU the server spent between `before` and now.
-fn server_cpu_since(pid: Option<u32>, before: Option<u64>) -> Option<u64> {
+pub fn server_cpu_since(pid: Option<u32>, before: Option<u64>) -> Option<u64> {
     before
         .zip(server_cpu_ns(pid))
         .map(|(before, after)| after.saturating_sub(before))
-}
-
-/// Ingests the corpus: measured rounds when `ingest` is a workload, else once, untimed.
-pub async fn ingest(state: &mut State<'_>) -> anyhow::Result<()> {
-    let opts = state.opts;
-    let common = &opts.common;
-    let measured = state.plan.measures_ingest();
-    let systems = state.systems.len();
-    let steps: Vec<Step> = if measured {
-        schedule(1, systems, common.warmup, common.rounds).collect()
-    } else {
-        let once = Round {
-            index: 0,
-            measured: None,
-        };
-        (0..systems)
-            .map(|system| Step {
-                workload: 0,
-                round: once,
-                system,
-            })
-            .collect()
-    };
-    for Step {
-        round, system: si, ..
-    } in steps
-    {
-        if state.run.interrupted() {
-            return Ok(());
-        }
-        if state.systems[si].broken.is_some() {
-            continue;
-        }
-        let label = format!(
-            "ingest · {} · {}",
-            state.systems[si].name(),
-            round.label(common.warmup, common.rounds)
-        );
-        state.run.progress().line(format!("{label}…"));
-        match ingest_once(state, si).await {
-            Ok((outcome, refresh_ms, server_cpu)) => {
-                let line = window_line(&label, &outcome, "docs/s");
-                state.run.progress().line(line);
-                if measured {
-                    let slot = &mut state.slots[0][si];
-                    slot.record(round, &outcome, server_cpu);
-                    if !round.is_warmup() {
-                        slot.refresh_ms.push(refresh_ms);
-                    }
-                }
-            }
-            Err(message) => {
-                state.run.progress().line(format!("{label}: {message}"));
-                if measured {
-                    state.slots[0][si]
-                        .builder
-                        .mark(Status::Error, message.clone());
-                }
-                state.systems[si].broken = Some((Status::Error, message));
-            }
-        }
-        state.save()?;
-    }
-    Ok(())
-}
-
-/// One full ingest into a fresh index: create, open the senders, send every body, refresh.
-/// The outcome's elapsed time includes the refresh; the refresh's own time is returned beside.
-async fn ingest_once(
-    state: &mut State<'_>,
-    si: usize,
-) -> Result<(WindowOutcome, f64, Option<u64>), String> {
-    let threads = state.opts.ingest_threads as usize;
-    let bulks = state.material.bulks.clone();
-    let ceiling = state.opts.common.ceiling;
-    let interrupt = state.run.interrupt().clone();
-    let system = &mut state.systems[si];
-    let verified = system
-        .target
-        .create_index()
-        .await
-        .map_err(|e| e.to_string())?;
-    system.info.verified.extend(verified);
-    let workers = system
-        .target
-        .open_ingest(threads)
-        .await
-        .map_err(|e| e.to_string())?;
-    let pid = system.description.server_pid;
-    let server_before = server_cpu_ns(pid);
-    let mut outcome = workers.run(bulks, ceiling, interrupt).await;
-    let refresh_started = Instant::now();
-    system.target.refresh().await.map_err(|e| e.to_string())?;
-    let refresh = refresh_started.elapsed();
-    outcome.elapsed += refresh;
-    let server_cpu = server_cpu_since(pid, server_before);
-    Ok((outcome, refresh.as_secs_f64() * 1e3, server_cpu))
 }
 
 /// This worker's share of the query connections (all of them without workers).

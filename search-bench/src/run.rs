@@ -2,7 +2,8 @@
 //! connect, describe and check every index → generate the corpus, queries and exact answers →
 //! ingest (measured, interleaved) → verify every engine's count and answers → measure the
 //! queries (interleaved) → record → render, on common's run lifecycle. As one of several
-//! workers, only worker 0 ingests, verifies and cleans up; every window opens at the barrier.
+//! workers, only worker 0 creates the index, verifies and cleans up, each worker sends its
+//! share of the load, and every window opens at the barrier.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -17,7 +18,7 @@ use crate::report::{SearchReport, cpu_notes};
 use crate::state::State;
 use crate::systems::{self, System};
 use crate::targets;
-use crate::{measure, scale, verify};
+use crate::{ingest, measure, scale, verify};
 
 const TOOL: Tool = Tool {
     name: "search-bench",
@@ -71,8 +72,13 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         notes,
     })?;
     let mut state = State::new(opts, &plan, &material, systems, run, worker)?;
-    if state.worker.prepares() {
-        measure::ingest(&mut state).await?;
+    // A measured ingest is every worker's (each sends its share); the untimed load is
+    // worker 0's alone.
+    if state.worker.prepares() || plan.measures_ingest() {
+        match ingest::ingest(&mut state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(stopped(&mut state, e)),
+        }
     }
     if state.run.interrupted() {
         // A half-loaded index proves nothing about the engine: stop here.

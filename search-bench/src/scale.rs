@@ -1,5 +1,5 @@
 //! search-bench as one of several workers of a run: what worker mode refuses before anything
-//! is touched (an embedded engine, the timed ingest, fewer connections than workers), the
+//! is touched (an embedded engine, fewer senders or connections than workers), the
 //! order of each query set a worker draws from its own seed, whether a window runs on every
 //! worker or on none, and what a worker's part says of itself.
 
@@ -23,8 +23,8 @@ pub fn segment(common: &CommonOpts) -> Segment {
 }
 
 /// What several workers cannot do, refused with one line before any folder or index exists:
-/// an embedded engine (each process would hold an index of its own), the timed ingest (its
-/// documents are not split across workers yet) and fewer connections than workers.
+/// an embedded engine (each process would hold an index of its own) and fewer ingest senders
+/// or query connections than workers.
 pub fn refuse(opts: &Opts, plan: &Plan, specs: &[TargetSpec]) -> anyhow::Result<()> {
     let count = opts.common.worker_count;
     if count <= 1 {
@@ -36,9 +36,10 @@ pub fn refuse(opts: &Opts, plan: &Plan, specs: &[TargetSpec]) -> anyhow::Result<
             spec.url
         );
     }
-    if plan.measures_ingest() {
+    if plan.measures_ingest() && opts.ingest_threads < u64::from(count) {
         bail!(
-            "--worker-count {count}: the timed `ingest` workload is not split across workers; leave it out of --workloads (e.g. --workloads match,phrase,bool,agg: worker 0 then loads the corpus once, untimed)"
+            "--worker-count {count}: {} ingest threads cannot be shared by {count} workers (each needs one); use fewer workers or more --ingest-threads",
+            opts.ingest_threads
         );
     }
     if opts.common.connections < count {
@@ -101,12 +102,12 @@ pub fn notes(worker: &Worker) -> Vec<String> {
     }
     let segment = worker.segment;
     let mut notes = vec![
-        "Worker mode: each worker sent its share of the connections and of any --rate, each query set in an order of its own (drawn from --seed and its index); every window opened at the start barrier.".to_owned(),
+        "Worker mode: each worker sent its share of the `_bulk` bodies (a contiguous range) on its share of the ingest threads, and its share of the connections and of any --rate, each query set in an order of its own (drawn from --seed and its index); every window opened at the start barrier, and after each ingest round worker 0 counted the index against every worker's acknowledged documents.".to_owned(),
         "Server CPU time is not read in worker mode (each worker would see the whole server's, not its own share).".to_owned(),
     ];
     if !segment.is_leader() {
         notes.push(format!(
-            "Worker {} of {}: worker 0 created the index, loaded the corpus and verified every answer; this worker only sent queries.",
+            "Worker {} of {}: worker 0 created the index, verified every answer and cleaned up; this worker only sent its share of the load.",
             segment.index, segment.count
         ));
     }

@@ -1,7 +1,7 @@
 //! search-bench as several client machines of one run (two or three worker processes' worth,
-//! in-process, on loopback) against the real OpenSearch: worker 0 alone loads and verifies the
-//! corpus, every window opens at the barrier, the connections are shared and `merge` adds the
-//! workers' figures exactly; a worker that never comes stops the others with the barrier's
+//! in-process, on loopback) against the real OpenSearch: worker 0 alone creates the index and
+//! verifies the answers, each worker sends its share of the documents, every window opens at
+//! the barrier, the connections are shared and `merge` adds the workers' figures exactly; a worker that never comes stops the others with the barrier's
 //! error; what several workers cannot share is refused with one line and exit 2.
 
 mod support;
@@ -32,8 +32,6 @@ fn workers(
             let mut owned: Vec<String> = [
                 "--target",
                 url,
-                "--workloads",
-                "match,phrase,bool,agg",
                 "--index",
                 "fairbench_workers",
                 "--worker-count",
@@ -74,14 +72,16 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     let Some(url) = opensearch_url() else { return };
     let _server = lock_server();
     let dir = tempfile::tempdir().unwrap();
-    let parts = workers(dir.path(), &url, 2, &[0, 1], &["--barrier-timeout", "30s"]);
+    let extra = ["--batch", "250", "--barrier-timeout", "30s"];
+    let parts = workers(dir.path(), &url, 2, &[0, 1], &extra);
     let mut reports = Vec::new();
     for (out, result) in &parts {
         let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
         assert_matches_schema(out);
         let barrier = summary.report.worker.as_ref().unwrap().barrier.clone();
-        // 4 query workloads × (1 warm-up + 2 rounds), and the closing meeting.
-        assert_eq!(barrier.unwrap().windows, 4 * 3 + 1);
+        // 5 workloads × (1 warm-up + 2 rounds), a second meeting after each of the 3 ingest
+        // windows (worker 0 counts), and the closing one.
+        assert_eq!(barrier.unwrap().windows, 5 * 3 + 3 + 1);
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together. On this machine (2 cores shared
@@ -100,24 +100,27 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         apart_ms[apart_ms.len() / 2] < 5,
         "starts apart (ms): {apart_ms:?}"
     );
-    // Only worker 0 created the index (its settings read back), loaded and verified.
+    // Only worker 0 created the index (its settings read back) and verified the answers.
     let verified = |r: &Report| r.systems[0].verified.contains_key("mapping.body");
     assert!(verified(&reports[0]) && !verified(&reports[1]));
-    for c in &reports[0].cells {
+    for c in reports[0].cells.iter().skip(1) {
         assert_eq!(c.extra["queries_verified"], 48, "{}", c.workload);
     }
+    let part = &reports[1];
     assert!(
-        reports[1]
-            .cells
+        part.cells
             .iter()
             .all(|c| !c.extra.contains_key("queries_verified"))
     );
     assert!(
-        reports[1]
-            .notes
+        part.notes
             .iter()
-            .any(|n| n.contains("this worker only sent queries"))
+            .any(|n| n.contains("only sent its share of the load"))
     );
+    // Each worker sent half the 12 bodies of each round (2 measured rounds of 3,000
+    // documents); worker 0 counted every round's index against both workers' documents.
+    let ingest: Vec<u64> = reports.iter().map(|r| r.cells[0].counts.ok).collect();
+    assert_eq!(ingest, [3_000, 3_000], "{}", reports[0].cells[0].workload);
     for (r, report) in reports.iter().enumerate() {
         for c in &report.cells {
             assert_eq!(
@@ -140,7 +143,12 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     assert_matches_schema(&merged_dir);
     assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
     let merged = common::testing::read_report(&merged_dir);
-    assert_eq!((merged.workers.len(), merged.cells.len()), (2, 4));
+    assert_eq!((merged.workers.len(), merged.cells.len()), (2, 5));
+    assert_eq!(
+        merged.cells[0].counts.ok,
+        2 * 3_000,
+        "every document once a round"
+    );
     for (i, c) in merged.cells.iter().enumerate() {
         let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
         assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
@@ -242,14 +250,17 @@ fn what_several_workers_cannot_share_is_refused_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never");
     // The default target is the embedded tantivy index: each process would hold its own.
-    let (code, stderr) = refused(&out, &["--workloads", "match"]);
+    let (code, stderr) = refused(&out, &[]);
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("embedded tantivy index"), "{stderr}");
-    // The timed ingest (a default workload) is not split across workers.
-    let (code, stderr) = refused(&out, &["--target", "http://127.0.0.1:9"]);
+    let server = ["--target", "http://127.0.0.1:9"];
+    let (code, stderr) = refused(&out, &[&server[..], &["--ingest-threads", "1"]].concat());
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("the timed `ingest` workload"), "{stderr}");
+    assert!(
+        stderr.contains("1 ingest threads cannot be shared by 2 workers"),
+        "{stderr}"
+    );
     let (code, stderr) = refused(
         &out,
         &[
