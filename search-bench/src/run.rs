@@ -72,41 +72,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         notes,
     })?;
     let mut state = State::new(opts, &plan, &material, systems, run, worker)?;
-    // A measured ingest is every worker's (each sends its share); the untimed load is
-    // worker 0's alone.
-    if state.worker.prepares() || plan.measures_ingest() {
-        match ingest::ingest(&mut state).await {
-            Ok(saved) => saved?,
-            Err(e) => return Err(stopped(&mut state, e)),
-        }
-    }
-    if state.run.interrupted() {
-        // A half-loaded index proves nothing about the engine: stop here.
-        state.run.report.notes.push(
-            "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
-        );
-    } else {
-        if state.worker.prepares() {
-            verify::counts(&mut state).await;
-            verify::answers(&mut state).await;
-        }
-        state.save()?;
-        measure::open_searchers(&mut state).await;
-        match measure::queries(&mut state).await {
-            Ok(saved) => saved?,
-            Err(e) => return Err(stopped(&mut state, e)),
-        }
-        if state.run.interrupted() {
-            state.run.report.notes.push(
-                "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
-            );
-        }
-    }
-    // Worker 0 cleans up only once every worker is done with its last window.
-    if let Err(e) = state.worker.sync(0).await {
-        return Err(stopped(&mut state, e));
-    }
-    state.save()?;
+    phases(&mut state).await?;
     let State {
         mut systems,
         mut run,
@@ -119,6 +85,46 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&SearchReport)
+}
+
+/// The measured phases on this worker: ingest, verification (worker 0's), the query windows
+/// and the closing meeting; a barrier failure stops the run here ([`stopped`]).
+async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
+    // A measured ingest is every worker's (each sends its share); the untimed load is
+    // worker 0's alone.
+    if state.worker.prepares() || state.plan.measures_ingest() {
+        match ingest::ingest(state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(stopped(state, e)),
+        }
+    }
+    if state.run.interrupted() {
+        // A half-loaded index proves nothing about the engine: stop here.
+        state.run.report.notes.push(
+            "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
+        );
+    } else {
+        if state.worker.prepares() {
+            verify::counts(state).await;
+            verify::answers(state).await;
+        }
+        state.save()?;
+        measure::open_searchers(state).await;
+        match measure::queries(state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(stopped(state, e)),
+        }
+        if state.run.interrupted() {
+            state.run.report.notes.push(
+                "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
+            );
+        }
+    }
+    // Worker 0 cleans up only once every worker is done with its last window.
+    if let Err(e) = state.worker.sync(0).await {
+        return Err(stopped(state, e));
+    }
+    state.save()
 }
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, the worker
