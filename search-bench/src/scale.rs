@@ -137,4 +137,51 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(sorted, (0..64).collect::<Vec<u32>>(), "every query, once");
     }
+
+    async fn join(index: u32, port: u16) -> Worker {
+        let opts = <Opts as clap::Parser>::parse_from([
+            "search-bench",
+            "--worker-count",
+            "2",
+            "--worker-index",
+            &index.to_string(),
+            "--run-id",
+            "t1",
+            "--barrier",
+            &format!("127.0.0.1:{port}"),
+            "--barrier-timeout",
+            "5s",
+        ]);
+        let options = serde_json::to_value(&opts).unwrap();
+        Worker::join(&opts.common, "test", &options).await.unwrap()
+    }
+
+    fn builder() -> common::protocol::CellBuilder {
+        let cell = common::results::Cell::new("match", "os", "q/s", 1, 2);
+        common::protocol::CellBuilder::new(cell, std::time::Duration::from_secs(1))
+    }
+
+    /// A cell worker 0's verification marked is measured by no worker: the other skips the
+    /// window too and says why, and a cell live everywhere opens everywhere.
+    #[tokio::test]
+    async fn a_window_opens_on_every_worker_or_on_none() {
+        let port = common::testing::free_port();
+        let (mut zero, mut one) = tokio::join!(join(0, port), join(1, port));
+        let (mut invalid, mut live) = (builder(), builder());
+        invalid.mark(Status::Invalid, "query 3: total hits 0 (expected 7)");
+        let (a, b) = tokio::join!(
+            window_opens(&mut zero, &mut invalid, true),
+            window_opens(&mut one, &mut live, true)
+        );
+        assert_eq!((a.unwrap(), b.unwrap()), (false, false));
+        assert_eq!(live.to_cell().status, Status::Error);
+        let reason = live.to_cell().reason.unwrap();
+        assert!(reason.contains("another worker"), "{reason}");
+        let (mut x, mut y) = (builder(), builder());
+        let (a, b) = tokio::join!(
+            window_opens(&mut zero, &mut x, true),
+            window_opens(&mut one, &mut y, true)
+        );
+        assert_eq!((a.unwrap(), b.unwrap()), (true, true));
+    }
 }
