@@ -86,7 +86,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     }
     // One clock on one host: the windows opened together. On this machine (2 cores shared
     // with builds and the servers, load 4–8) a thread sometimes wakes 130–300 ms late: 2 of
-    // 8 runs showed one such window of 13 (all others 0–9 ms apart). One stall is allowed;
+    // 8 runs showed one such window (all others 0–9 ms apart). One stall is allowed;
     // a missing or misplaced barrier puts every window apart (or changes the count above).
     let mut apart_ms: Vec<u64> = starts(&reports[0])
         .iter()
