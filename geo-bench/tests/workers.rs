@@ -94,32 +94,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
-    for (a, b) in reports[0]
-        .worker
-        .as_ref()
-        .unwrap()
-        .barrier
-        .as_ref()
-        .unwrap()
-        .start_unix_ns
-        .iter()
-        .zip(
-            &reports[1]
-                .worker
-                .as_ref()
-                .unwrap()
-                .barrier
-                .as_ref()
-                .unwrap()
-                .start_unix_ns,
-        )
-    {
-        assert!(
-            a.abs_diff(*b) < 50_000_000,
-            "starts {} ms apart",
-            a.abs_diff(*b) / 1_000_000
-        );
-    }
+    common::testing::process::assert_opened_together(&[&reports[0], &reports[1]]);
     for w in ["insert b10 c4", "id lookup c4"] {
         let connections: Vec<u32> = reports.iter().map(|r| cell(r, w).connections).collect();
         assert_eq!(connections, [2, 2], "{w}: the 4 clients are shared");

@@ -78,17 +78,6 @@ fn cell<'a>(report: &'a Report, prefix: &str) -> &'a Cell {
         .unwrap_or_else(|| panic!("no {prefix} cell"))
 }
 
-fn starts(report: &Report) -> &[u64] {
-    &report
-        .worker
-        .as_ref()
-        .unwrap()
-        .barrier
-        .as_ref()
-        .unwrap()
-        .start_unix_ns
-}
-
 #[test]
 fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
@@ -107,16 +96,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
-    for (a, b) in starts(&reports[0]).iter().zip(starts(&reports[1])) {
-        let apart = a.abs_diff(*b);
-        assert!(
-            apart < 50_000_000,
-            "starts {} ms apart: {:?} vs {:?}",
-            apart / 1_000_000,
-            starts(&reports[0]),
-            starts(&reports[1])
-        );
-    }
+    common::testing::process::assert_opened_together(&[&reports[0], &reports[1]]);
     for (prefix, each) in [("connect", 20), ("idle", 20), ("many-to-many", 4)] {
         let connections: Vec<u32> = reports
             .iter()

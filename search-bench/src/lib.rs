@@ -4,12 +4,14 @@
 
 pub mod answer;
 pub mod corpus;
+pub mod ingest;
 pub mod measure;
 pub mod opts;
 pub mod plan;
 pub mod queries;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod session;
 pub mod state;
 pub mod systems;

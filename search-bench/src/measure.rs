@@ -1,130 +1,39 @@
-//! The timed phases: ingest every engine (rounds interleaved, each into a fresh index; once and
-//! untimed when ingest is not a workload), then open the search sessions and run the query
-//! windows, interleaved in alternating order. Every cell is written the moment it changes.
-
-use std::time::Instant;
+//! The timed query phase (ingest is [`crate::ingest`]): open the search sessions and run the
+//! query windows, interleaved in alternating order, each opened at the start barrier when the
+//! run has several workers; and the server CPU read around a window. Every cell is written
+//! the moment it changes.
 
 use common::phases::window_line;
 use common::procstat::process_cpu_ns;
-use common::protocol::{Round, Step, schedule};
+use common::protocol::schedule;
 use common::results::Status;
-use common::window::WindowOutcome;
+use common::scale::BarrierError;
 
 use crate::state::State;
 use crate::workloads::Workload;
 
 /// The server's CPU time now, when its process is on this machine and readable.
-fn server_cpu_ns(pid: Option<u32>) -> Option<u64> {
+pub fn server_cpu_ns(pid: Option<u32>) -> Option<u64> {
     pid.and_then(process_cpu_ns)
 }
 
 /// CPU the server spent between `before` and now.
-fn server_cpu_since(pid: Option<u32>, before: Option<u64>) -> Option<u64> {
+pub fn server_cpu_since(pid: Option<u32>, before: Option<u64>) -> Option<u64> {
     before
         .zip(server_cpu_ns(pid))
         .map(|(before, after)| after.saturating_sub(before))
 }
 
-/// Ingests the corpus: measured rounds when `ingest` is a workload, else once, untimed.
-pub async fn ingest(state: &mut State<'_>) -> anyhow::Result<()> {
-    let opts = state.opts;
-    let common = &opts.common;
-    let measured = state.plan.measures_ingest();
-    let systems = state.systems.len();
-    let steps: Vec<Step> = if measured {
-        schedule(1, systems, common.warmup, common.rounds).collect()
-    } else {
-        let once = Round {
-            index: 0,
-            measured: None,
-        };
-        (0..systems)
-            .map(|system| Step {
-                workload: 0,
-                round: once,
-                system,
-            })
-            .collect()
-    };
-    for Step {
-        round, system: si, ..
-    } in steps
-    {
-        if state.run.interrupted() {
-            return Ok(());
-        }
-        if state.systems[si].broken.is_some() {
-            continue;
-        }
-        let label = format!(
-            "ingest · {} · {}",
-            state.systems[si].name(),
-            round.label(common.warmup, common.rounds)
-        );
-        state.run.progress().line(format!("{label}…"));
-        match ingest_once(state, si).await {
-            Ok((outcome, refresh_ms, server_cpu)) => {
-                let line = window_line(&label, &outcome, "docs/s");
-                state.run.progress().line(line);
-                if measured {
-                    let slot = &mut state.slots[0][si];
-                    slot.record(round, &outcome, server_cpu);
-                    if !round.is_warmup() {
-                        slot.refresh_ms.push(refresh_ms);
-                    }
-                }
-            }
-            Err(message) => {
-                state.run.progress().line(format!("{label}: {message}"));
-                if measured {
-                    state.slots[0][si]
-                        .builder
-                        .mark(Status::Error, message.clone());
-                }
-                state.systems[si].broken = Some((Status::Error, message));
-            }
-        }
-        state.save()?;
-    }
-    Ok(())
+/// This worker's share of the query connections (all of them without workers).
+fn connections(state: &State<'_>) -> usize {
+    let total = u64::from(state.opts.common.connections);
+    state.worker.segment.share(total) as usize
 }
 
-/// One full ingest into a fresh index: create, open the senders, send every body, refresh.
-/// The outcome's elapsed time includes the refresh; the refresh's own time is returned beside.
-async fn ingest_once(
-    state: &mut State<'_>,
-    si: usize,
-) -> Result<(WindowOutcome, f64, Option<u64>), String> {
-    let threads = state.opts.ingest_threads as usize;
-    let bulks = state.material.bulks.clone();
-    let ceiling = state.opts.common.ceiling;
-    let interrupt = state.run.interrupt().clone();
-    let system = &mut state.systems[si];
-    let verified = system
-        .target
-        .create_index()
-        .await
-        .map_err(|e| e.to_string())?;
-    system.info.verified.extend(verified);
-    let workers = system
-        .target
-        .open_ingest(threads)
-        .await
-        .map_err(|e| e.to_string())?;
-    let pid = system.description.server_pid;
-    let server_before = server_cpu_ns(pid);
-    let mut outcome = workers.run(bulks, ceiling, interrupt).await;
-    let refresh_started = Instant::now();
-    system.target.refresh().await.map_err(|e| e.to_string())?;
-    let refresh = refresh_started.elapsed();
-    outcome.elapsed += refresh;
-    let server_cpu = server_cpu_since(pid, server_before);
-    Ok((outcome, refresh.as_secs_f64() * 1e3, server_cpu))
-}
-
-/// Opens every healthy engine's search sessions, before any query clock starts.
+/// Opens every healthy engine's search sessions (this worker's share), before any query
+/// clock starts.
 pub async fn open_searchers(state: &mut State<'_>) {
-    let n = state.opts.common.connections as usize;
+    let n = connections(state);
     for si in 0..state.systems.len() {
         let system = &mut state.systems[si];
         if system.broken.is_some() {
@@ -140,11 +49,16 @@ pub async fn open_searchers(state: &mut State<'_>) {
     }
 }
 
-/// The timed query windows: workload by workload, rounds interleaved across engines.
-pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
+/// The timed query windows: workload by workload, rounds interleaved across engines. With
+/// several workers each window opens at the barrier, on every worker or on none; only a
+/// barrier failure is an error here (the run stops).
+pub async fn queries(state: &mut State<'_>) -> Result<anyhow::Result<()>, BarrierError> {
     let opts = state.opts;
     let common = &opts.common;
     let plan = state.window_plan();
+    let n = connections(state);
+    // Each worker would read the whole server's CPU time against its own share of the work.
+    let reads_server = !state.worker.is_part();
     let rows: Vec<(usize, crate::queries::QueryKind)> = state
         .plan
         .workloads
@@ -163,18 +77,19 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
     );
     for step in steps {
         if state.run.interrupted() {
-            return Ok(());
+            return Ok(Ok(()));
         }
         let (wi, kind) = rows[step.workload];
         let si = step.system;
         let slot = &mut state.slots[wi][si];
         let system = &mut state.systems[si];
+        let ready = system.searchers.is_some();
+        if !crate::scale::window_opens(&mut state.worker, &mut slot.builder, ready).await? {
+            continue;
+        }
         let Some(workers) = system.searchers.as_mut() else {
             continue;
         };
-        if !slot.builder.is_live() {
-            continue;
-        }
         let label = format!(
             "{} · {} · {}",
             kind.key(),
@@ -183,12 +98,10 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
         );
         let progress = state.run.progress();
         progress.window(label.clone(), common.duration);
-        let pid = system.description.server_pid;
+        let pid = system.description.server_pid.filter(|_| reads_server);
         let before = server_cpu_ns(pid);
-        match workers
-            .run_window(common.connections as usize, kind, &plan)
-            .await
-        {
+        let order = crate::scale::order_of(&state.orders, kind);
+        match workers.run_window(n, kind, &plan, order).await {
             Ok(outcome) => {
                 slot.record(step.round, &outcome, server_cpu_since(pid, before));
                 progress.line(window_line(&label, &outcome, "q/s"));
@@ -198,7 +111,9 @@ pub async fn queries(state: &mut State<'_>) -> anyhow::Result<()> {
                 progress.line(format!("{label}: {message}"));
             }
         }
-        state.save()?;
+        if let Err(e) = state.save() {
+            return Ok(Err(e));
+        }
     }
-    Ok(())
+    Ok(Ok(()))
 }

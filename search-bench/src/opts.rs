@@ -24,7 +24,8 @@ pub struct Opts {
     #[arg(long, default_value = "8", value_parser = parse_count)]
     pub ingest_threads: u64,
 
-    /// Queries in each workload's set; every worker cycles through the same sequence.
+    /// Queries in each workload's set; every connection cycles through the same sequence (each
+    /// worker of a run on several machines in an order of its own).
     #[arg(long, default_value = "256", value_parser = parse_count)]
     pub queries: u64,
 

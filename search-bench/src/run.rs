@@ -1,12 +1,16 @@
 //! One search-bench run, as its phases: plan (validate every input before touching anything) →
 //! connect, describe and check every index → generate the corpus, queries and exact answers →
 //! ingest (measured, interleaved) → verify every engine's count and answers → measure the
-//! queries (interleaved) → record → render, on common's run lifecycle.
+//! queries (interleaved) → record → render, on common's run lifecycle. As one of several
+//! workers, only worker 0 creates the index, verifies and cleans up, each worker sends its
+//! share of the load, and every window opens at the barrier.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use common::results::Status;
 use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::scale::{BarrierError, Worker};
 
 use crate::opts::Opts;
 use crate::plan::{self, Material};
@@ -14,7 +18,7 @@ use crate::report::{SearchReport, cpu_notes};
 use crate::state::State;
 use crate::systems::{self, System};
 use crate::targets;
-use crate::{measure, verify};
+use crate::{ingest, measure, scale, verify};
 
 const TOOL: Tool = Tool {
     name: "search-bench",
@@ -32,12 +36,25 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .common
         .targets_or(targets::DEFAULT_TARGET)
         .map_err(anyhow::Error::msg)?;
+    scale::refuse(opts, &plan, &specs)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
+        Ok(worker) => worker,
+        Err(e) => return Err(lifecycle.abandon(e.into())),
+    };
     let reach = targets::Reach::of(&lifecycle, &opts.common);
     let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
         Ok(connected) => connected,
-        Err(e) => return Err(lifecycle.abandon(e)),
+        Err(e) => {
+            // The other workers would wait for this one at the barrier: tell them why not.
+            let index = worker.segment.index;
+            worker
+                .abort(&format!("worker {index} could not connect: {e:#}"))
+                .await;
+            return Err(lifecycle.abandon(e));
+        }
     };
     lifecycle.progress().line(format!(
         "generating {} documents, {} queries per workload and their exact answers",
@@ -45,42 +62,87 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         opts.queries
     ));
     let material = Material::generate(opts, &plan);
+    let mut notes = systems::notes(opts, &systems);
+    notes.extend(scale::notes(&worker));
     let run = lifecycle.begin(Begin {
         section: SECTION.into(),
         systems: systems.iter().map(|s| s.info.clone()).collect(),
         reference: Some(reference),
         data: Some(material.corpus.info.clone()),
-        notes: systems::notes(opts, &systems),
+        notes,
     })?;
-    let mut state = State::new(opts, &plan, &material, systems, run)?;
-    measure::ingest(&mut state).await?;
+    let mut state = State::new(opts, &plan, &material, systems, run, worker)?;
+    phases(&mut state).await?;
+    let State {
+        mut systems,
+        mut run,
+        worker,
+        ..
+    } = state;
+    let notes = cpu_notes(&run.report);
+    run.report.notes.extend(notes);
+    if worker.prepares() {
+        cleanup(opts, &mut systems, &mut run.report.notes).await;
+    }
+    run.finish(&SearchReport)
+}
+
+/// The measured phases on this worker: ingest, verification (worker 0's), the query windows
+/// and the closing meeting; a barrier failure stops the run here ([`stopped`]).
+async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
+    // A measured ingest is every worker's (each sends its share); the untimed load is
+    // worker 0's alone.
+    if state.worker.prepares() || state.plan.measures_ingest() {
+        match ingest::ingest(state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(stopped(state, e)),
+        }
+    }
     if state.run.interrupted() {
         // A half-loaded index proves nothing about the engine: stop here.
         state.run.report.notes.push(
             "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
         );
     } else {
-        verify::counts(&mut state).await;
-        verify::answers(&mut state).await;
+        if state.worker.prepares() {
+            verify::counts(state).await;
+            verify::answers(state).await;
+        }
         state.save()?;
-        measure::open_searchers(&mut state).await;
-        measure::queries(&mut state).await?;
+        measure::open_searchers(state).await;
+        match measure::queries(state).await {
+            Ok(saved) => saved?,
+            Err(e) => return Err(stopped(state, e)),
+        }
         if state.run.interrupted() {
             state.run.report.notes.push(
                 "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
             );
         }
     }
-    state.save()?;
-    let State {
-        mut systems,
-        mut run,
-        ..
-    } = state;
-    let notes = cpu_notes(&run.report);
-    run.report.notes.extend(notes);
-    cleanup(opts, &mut systems, &mut run.report.notes).await;
-    run.finish(&SearchReport)
+    // Worker 0 cleans up only once every worker is done with its last window.
+    if let Err(e) = state.worker.sync(0).await {
+        return Err(stopped(state, e));
+    }
+    state.save()
+}
+
+/// The run stopped at the barrier: every cell not yet measured in full says why, the worker
+/// block records the failure, results.json is written, and the error (exit 3) goes back.
+fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
+    for slot in state.slots.iter_mut().flatten() {
+        slot.builder
+            .mark(Status::Error, format!("stopped: {error}"));
+    }
+    state
+        .run
+        .report
+        .notes
+        .push(format!("The run stopped at the start barrier: {error}."));
+    if let Err(e) = state.save() {
+        return e.context(error.to_string());
+    }
+    error.into()
 }
 
 /// Drops search-bench's indexes, unless asked to keep them.

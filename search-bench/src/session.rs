@@ -47,12 +47,14 @@ pub trait BlockingBulkSession: Send + 'static {
 
 /// An engine's open search sessions.
 pub trait SearchWorkers: Send {
-    /// Runs one window of `kind` on the first `n` sessions.
+    /// Runs one window of `kind` on the first `n` sessions; the `seq`-th request of each is
+    /// query `order[seq mod len]` (query `seq mod len` without an order).
     fn run_window<'a>(
         &'a mut self,
         n: usize,
         kind: QueryKind,
         plan: &'a WindowPlan,
+        order: Option<Order>,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
 }
 
@@ -326,24 +328,38 @@ impl<S: BlockingBulkSession> BlockingIngest for BlockingSessions<S> {
     }
 }
 
-/// One worker's operation: query `seq mod len` of the `kind` set.
+/// A worker's own order of a query set: position `i` of its sequence sends query `order[i]`.
+pub type Order = Arc<[u32]>;
+
+/// One connection's operation: query `seq mod len` of the `kind` set, through `order`.
 struct QueryOp<S> {
     session: S,
     kind: QueryKind,
     len: u64,
+    order: Option<Order>,
+}
+
+impl<S> QueryOp<S> {
+    fn index(&self, seq: u64) -> usize {
+        let position = (seq % self.len) as usize;
+        match &self.order {
+            Some(order) => order[position] as usize,
+            None => position,
+        }
+    }
 }
 
 impl<S: SearchSession> Operation for QueryOp<S> {
     async fn call(&mut self, seq: u64) -> Result<(), OpError> {
-        self.session
-            .search(self.kind, (seq % self.len) as usize)
-            .await
+        let index = self.index(seq);
+        self.session.search(self.kind, index).await
     }
 }
 
 impl<S: BlockingSearchSession> BlockingOperation for QueryOp<S> {
     fn call(&mut self, seq: u64) -> Result<(), OpError> {
-        self.session.search(self.kind, (seq % self.len) as usize)
+        let index = self.index(seq);
+        self.session.search(self.kind, index)
     }
 }
 
@@ -374,10 +390,18 @@ pub fn blocking_workers<S: BlockingSearchSession>(
     Box::new(BlockingWorkers { pool, set_len })
 }
 
-fn len_of(set_len: &[usize; 4], kind: QueryKind) -> Result<u64, String> {
+fn len_of(set_len: &[usize; 4], kind: QueryKind, order: Option<&Order>) -> Result<u64, String> {
     let len = set_len[kind as usize];
     if len == 0 {
         return Err(format!("no {} queries were prepared", kind.key()));
+    }
+    if let Some(order) = order
+        && (order.len() != len || order.iter().any(|&i| i as usize >= len))
+    {
+        return Err(format!(
+            "the {} order does not cover the {len} queries prepared",
+            kind.key()
+        ));
     }
     Ok(len as u64)
 }
@@ -388,14 +412,20 @@ impl<S: SearchSession> SearchWorkers for AsyncWorkers<S> {
         n: usize,
         kind: QueryKind,
         plan: &'a WindowPlan,
+        order: Option<Order>,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
         Box::pin(async move {
-            let len = len_of(&self.set_len, kind)?;
+            let len = len_of(&self.set_len, kind, order.as_ref())?;
             self.pool
                 .run_async(
                     n,
                     plan,
-                    |_, session| QueryOp { session, kind, len },
+                    |_, session| QueryOp {
+                        session,
+                        kind,
+                        len,
+                        order: order.clone(),
+                    },
                     |op| op.session,
                 )
                 .await
@@ -409,14 +439,20 @@ impl<S: BlockingSearchSession> SearchWorkers for BlockingWorkers<S> {
         n: usize,
         kind: QueryKind,
         plan: &'a WindowPlan,
+        order: Option<Order>,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
         Box::pin(async move {
-            let len = len_of(&self.set_len, kind)?;
+            let len = len_of(&self.set_len, kind, order.as_ref())?;
             self.pool
                 .run_blocking(
                     n,
                     plan,
-                    |_, session| QueryOp { session, kind, len },
+                    |_, session| QueryOp {
+                        session,
+                        kind,
+                        len,
+                        order: order.clone(),
+                    },
                     |op| op.session,
                 )
                 .await

@@ -1,17 +1,20 @@
 //! What the measured phases share: the plan and its material, the systems, one slot per
 //! workload × system (a cell under construction, with the CPU figures and verification
-//! evidence common's builder does not keep) and the recording every change is written to.
+//! evidence common's builder does not keep), this process's worker of the run (its segment,
+//! its barrier, its query orders) and the recording every change is written to.
 
 use std::collections::BTreeMap;
 
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Status};
 use common::run::Recording;
+use common::scale::Worker;
 use common::window::{WindowOutcome, WindowPlan};
 use serde_json::{Value, json};
 
 use crate::opts::Opts;
 use crate::plan::{Material, Plan};
+use crate::session::Order;
 use crate::systems::System;
 use crate::workloads::Workload;
 
@@ -26,13 +29,14 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn new(opts: &Opts, workload: Workload, system: &str) -> Slot {
+    fn new(opts: &Opts, workload: Workload, system: &str, worker: &Worker) -> Slot {
         let common = &opts.common;
+        let connections = worker.segment.share(u64::from(workload.connections(opts)));
         let cell = Cell::new(
             &workload.label(opts),
             system,
             workload.unit(),
-            workload.connections(opts),
+            connections as u32,
             common.rounds,
         );
         Slot {
@@ -88,6 +92,10 @@ pub struct State<'a> {
     /// `slots[workload][system]`, in report order.
     pub slots: Vec<Vec<Slot>>,
     pub run: Recording,
+    /// This process's worker of the run ([`Worker::alone`] without workers).
+    pub worker: Worker,
+    /// Each query set's order for this worker (`QueryKind as usize`).
+    pub orders: [Option<Order>; 4],
 }
 
 impl<'a> State<'a> {
@@ -98,6 +106,7 @@ impl<'a> State<'a> {
         material: &'a Material,
         mut systems: Vec<System>,
         run: Recording,
+        worker: Worker,
     ) -> anyhow::Result<State<'a>> {
         // The report began with each system's durable-write floor; keep it in what is saved.
         for (system, info) in systems.iter_mut().zip(&run.report.systems) {
@@ -109,7 +118,7 @@ impl<'a> State<'a> {
             .map(|w| {
                 systems
                     .iter()
-                    .map(|s| Slot::new(opts, *w, s.name()))
+                    .map(|s| Slot::new(opts, *w, s.name(), &worker))
                     .collect()
             })
             .collect();
@@ -120,14 +129,17 @@ impl<'a> State<'a> {
             systems,
             slots,
             run,
+            orders: crate::scale::orders(worker.segment, opts.common.seed, &material.sets),
+            worker,
         };
         state.save()?;
         Ok(state)
     }
 
-    /// Writes every cell and what the systems now report (settings read back at each index
-    /// creation) to `results.json`.
+    /// Writes every cell, what the systems now report (settings read back at each index
+    /// creation) and the worker block to `results.json`.
     pub fn save(&mut self) -> anyhow::Result<()> {
+        self.run.report.worker = self.worker.info();
         self.run.report.systems = self.systems.iter().map(|s| s.info.clone()).collect();
         for slot in self.slots.iter().flatten() {
             self.run.report.upsert_cell(slot.cell());
@@ -145,13 +157,13 @@ impl<'a> State<'a> {
         }
     }
 
-    /// How every query window runs.
+    /// How every query window runs (this worker's share of any --rate).
     pub fn window_plan(&self) -> WindowPlan {
         let common = &self.opts.common;
         WindowPlan {
             duration: common.duration,
             ceiling: common.ceiling,
-            rate_per_s: common.rate,
+            rate_per_s: common.rate.map(|r| self.worker.segment.share_of_rate(r)),
             interrupt: self.run.interrupt().clone(),
             progress: self.run.progress().sender(),
         }

@@ -106,24 +106,7 @@ fn two_vector_workers_make_one_run_built_and_scored_once() {
     assert!(builds(second).iter().all(|b| b["built_by_worker"] == 0
         && b.get("build").is_none()
         && b["verified"]["rows"] == "2000"));
-    let starts = |r: &Report| {
-        r.worker
-            .as_ref()
-            .unwrap()
-            .barrier
-            .as_ref()
-            .unwrap()
-            .start_unix_ns
-            .clone()
-    };
-    assert_eq!(starts(first).len(), starts(second).len());
-    for (a, b) in starts(first).iter().zip(&starts(second)) {
-        assert!(
-            a.abs_diff(*b) < 50_000_000,
-            "starts {} ms apart",
-            a.abs_diff(*b) / 1_000_000
-        );
-    }
+    common::testing::process::assert_opened_together(&[first, second]);
     let merged_dir = dir.path().join("merged");
     let merge = MergeArgs {
         parts: vec![parts[1].0.clone(), parts[0].0.clone()],

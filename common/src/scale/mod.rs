@@ -19,7 +19,13 @@ pub use worker::{PER_WORKER_OPTIONS, Worker, options_hash};
 /// The tools (every suite of one: `geo-bench`) or suites of a tool (`sql-bench crud`) whose
 /// runs take `--worker-count` above 1; the others refuse it, rather than run N full copies
 /// that no merge could add up.
-pub const WORKER_TOOLS: &[&str] = &["geo-bench", "sql-bench crud", "vector-bench", "mqtt-bench"];
+pub const WORKER_TOOLS: &[&str] = &[
+    "geo-bench",
+    "sql-bench crud",
+    "vector-bench",
+    "mqtt-bench",
+    "search-bench",
+];
 
 /// Whether `tool`'s suite `suite` runs as several workers ([`WORKER_TOOLS`]).
 pub fn runs_as_workers(tool: &str, suite: &str) -> bool {

@@ -1,0 +1,230 @@
+//! The ingest phase: every engine loaded, in rounds interleaved across engines, each into a
+//! fresh index (once and untimed when ingest is not a workload, by worker 0 alone). As one of
+//! several workers, worker 0 creates each round's index, the round opens at the barrier, each
+//! worker sends its `Segment` of the `_bulk` bodies on its share of the senders, and after a
+//! second meeting worker 0 counts the index against every worker's acknowledged documents.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::phases::window_line;
+use common::protocol::{Round, Step, schedule};
+use common::results::Status;
+use common::scale::BarrierError;
+use common::window::WindowOutcome;
+
+use crate::corpus::Bulk;
+use crate::measure::{server_cpu_ns, server_cpu_since};
+use crate::state::State;
+
+/// Ingests the corpus: measured rounds when `ingest` is a workload, else once, untimed. Only
+/// a barrier failure is an error of the outer result (the run stops).
+pub async fn ingest(state: &mut State<'_>) -> Result<anyhow::Result<()>, BarrierError> {
+    let opts = state.opts;
+    let common = &opts.common;
+    let measured = state.plan.measures_ingest();
+    let systems = state.systems.len();
+    let steps: Vec<Step> = if measured {
+        schedule(1, systems, common.warmup, common.rounds).collect()
+    } else {
+        let once = Round {
+            index: 0,
+            measured: None,
+        };
+        (0..systems)
+            .map(|system| Step {
+                workload: 0,
+                round: once,
+                system,
+            })
+            .collect()
+    };
+    for Step {
+        round, system: si, ..
+    } in steps
+    {
+        if state.run.interrupted() {
+            return Ok(Ok(()));
+        }
+        if state.worker.prepares()
+            && state.systems[si].broken.is_none()
+            && let Err(message) = create(state, si).await
+        {
+            fail(state, si, measured, round, &message);
+        }
+        // A measured round opens on every worker or on none (worker 0 may have failed to
+        // create the index, another worker's senders may have failed).
+        let ready = state.systems[si].broken.is_none();
+        let opens = match measured {
+            true => {
+                let builder = &mut state.slots[0][si].builder;
+                crate::scale::window_opens(&mut state.worker, builder, ready).await?
+            }
+            false => ready,
+        };
+        if opens {
+            let sent = send(state, si, round).await;
+            let acknowledged = match measured {
+                true => meet_after(state, &sent).await?,
+                false => None,
+            };
+            match sent {
+                Ok((outcome, refresh_ms, server_cpu)) if measured => {
+                    let slot = &mut state.slots[0][si];
+                    slot.record(round, &outcome, server_cpu);
+                    if !round.is_warmup() {
+                        slot.refresh_ms.push(refresh_ms);
+                    }
+                    if let Some((all, possible)) = acknowledged {
+                        check_count(state, si, round, all, possible).await;
+                    }
+                }
+                Ok(_) => {}
+                Err(message) => fail(state, si, measured, round, &message),
+            }
+        }
+        if let Err(e) = state.save() {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn round_name(round: Round) -> String {
+    match round.measured {
+        Some(n) => format!("round {n}"),
+        None => format!("warm-up {}", round.index + 1),
+    }
+}
+
+/// System `si` cannot be loaded: its ingest cell (when measured) and everything after it.
+fn fail(state: &mut State<'_>, si: usize, measured: bool, round: Round, message: &str) {
+    let label = format!(
+        "ingest · {} · {}",
+        state.systems[si].name(),
+        round_name(round)
+    );
+    state.run.progress().line(format!("{label}: {message}"));
+    if measured {
+        state.slots[0][si]
+            .builder
+            .mark(Status::Error, message.to_owned());
+    }
+    state.systems[si].broken = Some((Status::Error, message.to_owned()));
+}
+
+/// Creates system `si`'s index afresh and keeps the settings it reads back.
+async fn create(state: &mut State<'_>, si: usize) -> Result<(), String> {
+    let system = &mut state.systems[si];
+    let verified = system
+        .target
+        .create_index()
+        .await
+        .map_err(|e| e.to_string())?;
+    system.info.verified.extend(verified);
+    Ok(())
+}
+
+/// One ingest of this worker's share: open its senders, send its bodies, refresh. The
+/// outcome's elapsed time includes the refresh; the refresh's own time is returned beside.
+async fn send(
+    state: &mut State<'_>,
+    si: usize,
+    round: Round,
+) -> Result<(WindowOutcome, f64, Option<u64>), String> {
+    let common = &state.opts.common;
+    let segment = state.worker.segment;
+    let threads = segment.share(state.opts.ingest_threads) as usize;
+    let all = &state.material.bulks;
+    let bulks: Arc<[Bulk]> = match segment.count {
+        1 => all.clone(),
+        _ => {
+            let range = segment.range(all.len() as u64);
+            all[range.start as usize..range.end as usize].into()
+        }
+    };
+    let label = format!(
+        "ingest · {} · {}",
+        state.systems[si].name(),
+        round.label(common.warmup, common.rounds)
+    );
+    state.run.progress().line(format!("{label}…"));
+    let interrupt = state.run.interrupt().clone();
+    // Each worker would read the whole server's CPU time against its own share of the work.
+    let reads_server = !state.worker.is_part();
+    let system = &mut state.systems[si];
+    let workers = system
+        .target
+        .open_ingest(threads)
+        .await
+        .map_err(|e| e.to_string())?;
+    let pid = system.description.server_pid.filter(|_| reads_server);
+    let server_before = server_cpu_ns(pid);
+    let mut outcome = workers.run(bulks, common.ceiling, interrupt).await;
+    let refresh_started = Instant::now();
+    system.target.refresh().await.map_err(|e| e.to_string())?;
+    let refresh = refresh_started.elapsed();
+    outcome.elapsed += refresh;
+    let server_cpu = server_cpu_since(pid, server_before);
+    state
+        .run
+        .progress()
+        .line(window_line(&label, &outcome, "docs/s"));
+    Ok((outcome, refresh.as_secs_f64() * 1e3, server_cpu))
+}
+
+/// With several workers, every worker meets again after its share and the acknowledged and
+/// possibly written documents of all of them come back (to worker 0, which counts); `None`
+/// otherwise.
+async fn meet_after(
+    state: &mut State<'_>,
+    sent: &Result<(WindowOutcome, f64, Option<u64>), String>,
+) -> Result<Option<(u64, u64)>, BarrierError> {
+    if !state.worker.is_part() {
+        return Ok(None);
+    }
+    let (acknowledged, possible) = match sent {
+        Ok((outcome, _, _)) => {
+            let c = outcome.recorder.counts;
+            (c.ok, c.error + c.timeout)
+        }
+        Err(_) => (0, 0),
+    };
+    // Two figures in one payload: acknowledged in the high bits, possible in the low
+    // (--docs is at most u32::MAX).
+    let sums = state
+        .worker
+        .sync((acknowledged << 32) | possible.min(u64::from(u32::MAX)))
+        .await?;
+    let all = (sums >> 32, sums & u64::from(u32::MAX));
+    Ok((sent.is_ok() && state.worker.prepares()).then_some(all))
+}
+
+/// Worker 0, after every worker's share: the index must hold every acknowledged document, and
+/// at most those plus the ones whose request failed.
+async fn check_count(state: &mut State<'_>, si: usize, round: Round, all: u64, possible: u64) {
+    let system = &mut state.systems[si];
+    let counted = match system.target.refresh().await {
+        Ok(()) => system.target.count().await,
+        Err(e) => Err(e),
+    };
+    let builder = &mut state.slots[0][si].builder;
+    match counted {
+        Ok(found) if (all..=all + possible).contains(&found) => {}
+        Ok(found) => builder.mark(
+            Status::Invalid,
+            format!(
+                "{}: {found} documents found after {all} acknowledged by the workers (at most {} possible)",
+                round_name(round),
+                all + possible
+            ),
+        ),
+        Err(e) => builder.mark(
+            Status::Error,
+            format!(
+                "{}: counting the documents failed: {e}",
+                round_name(round)
+            ),
+        ),
+    }
+}
