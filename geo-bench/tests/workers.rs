@@ -8,10 +8,10 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use common::histogram::decode_histogram;
 use common::results::{Report, Status};
 use common::scale::merge::MergeArgs;
 use common::testing::free_port;
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -94,7 +94,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
-    common::testing::process::assert_opened_together(&[&reports[0], &reports[1]]);
+    common::testing::workers::assert_opened_together(&[&reports[0], &reports[1]]);
     for w in ["insert b10 c4", "id lookup c4"] {
         let connections: Vec<u32> = reports.iter().map(|r| cell(r, w).connections).collect();
         assert_eq!(connections, [2, 2], "{w}: the 4 clients are shared");
@@ -117,41 +117,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     assert_eq!(merged.workers.len(), 2);
     assert!(merged.worker.is_none());
     for (i, c) in merged.cells.iter().enumerate() {
-        let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
-        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
-        assert_eq!(c.connections, 4);
-        let sums: Vec<f64> = a
-            .throughput
-            .as_ref()
-            .unwrap()
-            .rounds
-            .iter()
-            .zip(&b.throughput.as_ref().unwrap().rounds)
-            .map(|(x, y)| x + y)
-            .collect();
-        // Summed round by round (up to the last bit of a float written as JSON).
-        let merged = &c.throughput.as_ref().unwrap().rounds;
-        assert_eq!(merged.len(), sums.len(), "{}", c.workload);
-        for (m, s) in merged.iter().zip(&sums) {
-            assert!(
-                (m - s).abs() <= 1e-9 * s.abs(),
-                "{}: {m} vs {s}",
-                c.workload
-            );
-        }
-        let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
-        let mut expected = decode_histogram(a.histogram_b64.as_ref().unwrap()).unwrap();
-        expected.auto(true);
-        expected
-            .add(decode_histogram(b.histogram_b64.as_ref().unwrap()).unwrap())
-            .unwrap();
-        assert_eq!(
-            merged_h, expected,
-            "{}: the exact sum of both histograms",
-            c.workload
-        );
-        assert_eq!(c.latency_ns.unwrap().p99, expected.value_at_quantile(0.99));
-        assert_eq!(c.status, Status::Ok, "{:?}", c.reason);
+        assert_exact_sum(c, &[&reports[0].cells[i], &reports[1].cells[i]]);
     }
 }
 
@@ -164,36 +130,11 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &redis, 3, &[0, 1], &[]);
-    for (out, result) in &parts {
-        let Err(error) = result.as_ref() else {
-            panic!("the run was to stop at the barrier")
-        };
-        assert!(
-            error
-                .downcast_ref::<common::scale::BarrierError>()
-                .is_some(),
-            "{error:#}"
-        );
-        assert!(
-            format!("{error:#}").contains("worker(s) 2 never arrived"),
-            "{error:#}"
-        );
-        let report = common::testing::read_report(out);
-        assert!(report.cells.iter().all(|c| c.status == Status::Error
-            && c.reason.as_deref().unwrap_or("").contains("never arrived")));
-    }
-    let merge = MergeArgs {
-        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
-        expect_workers: 3,
-        output: dir.path().join("merged"),
-        wait: None,
-    };
-    let error = common::scale::merge::run(&merge, "geo-bench", &geo_bench::report::GeoReport)
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("stopped at the barrier"), "{error}");
-    assert!(
-        !dir.path().join("merged").exists(),
-        "nothing merged as if complete"
+    assert_stopped_and_unmerged(
+        &parts,
+        "worker(s) 2",
+        3,
+        "geo-bench",
+        &geo_bench::report::GeoReport,
     );
 }

@@ -9,10 +9,10 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use common::histogram::decode_histogram;
 use common::results::{Cell, Report, Status};
 use common::scale::merge::MergeArgs;
 use common::testing::free_port;
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -96,7 +96,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
-    common::testing::process::assert_opened_together(&[&reports[0], &reports[1]]);
+    common::testing::workers::assert_opened_together(&[&reports[0], &reports[1]]);
     for (prefix, each) in [("connect", 20), ("idle", 20), ("many-to-many", 4)] {
         let connections: Vec<u32> = reports
             .iter()
@@ -137,34 +137,17 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     assert_eq!(merged.workers.len(), 2);
     for (i, c) in merged.cells.iter().enumerate() {
         let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
-        assert_eq!(c.status, Status::Ok, "{}: {:?}", c.workload, c.reason);
-        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
-        assert_eq!(c.connections, a.connections + b.connections);
-        let rounds = |c: &Cell| c.throughput.as_ref().unwrap().rounds.clone();
-        let sums: Vec<f64> = rounds(a)
-            .iter()
-            .zip(rounds(b))
-            .map(|(x, y)| x + y)
-            .collect();
-        assert_eq!(rounds(c).len(), 3, "{}", c.workload);
-        for (m, s) in rounds(c).iter().zip(&sums) {
-            assert!(
-                (m - s).abs() <= 1e-9 * s.abs(),
-                "{}: {m} vs {s}",
-                c.workload
-            );
-        }
+        assert_exact_sum(c, &[a, b]);
+        assert_eq!(
+            c.throughput.as_ref().unwrap().rounds.len(),
+            3,
+            "{}",
+            c.workload
+        );
         // The delivery ledgers are added up too, not worker 0's alone.
         for key in ["sent", "distinct", "lost", "duplicates", "strays"] {
             let n = |c: &Cell| c.extra["delivery"][key].as_u64().unwrap();
             assert_eq!(n(c), n(a) + n(b), "{}: {key}", c.workload);
-        }
-        if let (Some(ha), Some(hb)) = (&a.histogram_b64, &b.histogram_b64) {
-            let mut expected = decode_histogram(ha).unwrap();
-            expected.auto(true);
-            expected.add(decode_histogram(hb).unwrap()).unwrap();
-            let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
-            assert_eq!(merged_h, expected, "{}: the exact sum", c.workload);
         }
     }
     assert_eq!(cell(&merged, "connect").connections, 40);
@@ -180,36 +163,11 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &broker, 3, &[0, 1]);
-    for (out, result) in &parts {
-        let Err(error) = result.as_ref() else {
-            panic!("the run was to stop at the barrier")
-        };
-        assert!(
-            error
-                .downcast_ref::<common::scale::BarrierError>()
-                .is_some(),
-            "{error:#}"
-        );
-        assert!(
-            format!("{error:#}").contains("worker(s) 2 never arrived"),
-            "{error:#}"
-        );
-        let report = common::testing::read_report(out);
-        assert!(report.cells.iter().all(|c| c.status == Status::Error
-            && c.reason.as_deref().unwrap_or("").contains("never arrived")));
-    }
-    let merge = MergeArgs {
-        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
-        expect_workers: 3,
-        output: dir.path().join("merged"),
-        wait: None,
-    };
-    let error = common::scale::merge::run(&merge, "mqtt-bench", &mqtt_bench::report::MqttReport)
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("stopped at the barrier"), "{error}");
-    assert!(
-        !dir.path().join("merged").exists(),
-        "nothing merged as if complete"
+    assert_stopped_and_unmerged(
+        &parts,
+        "worker(s) 2",
+        3,
+        "mqtt-bench",
+        &mqtt_bench::report::MqttReport,
     );
 }

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
 
-use common::histogram::decode_histogram;
 use common::results::{Report, Status};
 use common::scale::merge::MergeArgs;
 use common::testing::free_port;
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -74,7 +74,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         reports.push(summary.report.clone());
     }
     // One clock on one host: the windows opened together.
-    common::testing::process::assert_opened_together(&[&reports[0], &reports[1]]);
+    common::testing::workers::assert_opened_together(&[&reports[0], &reports[1]]);
     // Only worker 0 created the index (its settings read back) and verified the answers.
     let verified = |r: &Report| r.systems[0].verified.contains_key("mapping.body");
     assert!(verified(&reports[0]) && !verified(&reports[1]));
@@ -125,25 +125,8 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         "every document once a round"
     );
     for (i, c) in merged.cells.iter().enumerate() {
-        let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
-        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
+        assert_exact_sum(c, &[&reports[0].cells[i], &reports[1].cells[i]]);
         assert_eq!(c.connections, 4);
-        let rounds = |c: &common::results::Cell| c.throughput.as_ref().unwrap().rounds.clone();
-        for ((m, x), y) in rounds(c).iter().zip(rounds(a)).zip(rounds(b)) {
-            assert!(
-                (m - (x + y)).abs() <= 1e-9 * m.abs(),
-                "{}: {m} vs {x}+{y}",
-                c.workload
-            );
-        }
-        let histogram = |c: &common::results::Cell| {
-            decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap()
-        };
-        let mut expected = histogram(a);
-        expected.auto(true);
-        expected.add(histogram(b)).unwrap();
-        assert_eq!(histogram(c), expected, "{}: the exact sum", c.workload);
-        assert_eq!(c.status, Status::Ok, "{:?}", c.reason);
     }
     let (status, _) = http("GET", &format!("{url}/fairbench_workers"), None);
     assert_eq!(
@@ -167,41 +150,8 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_error() {
         "4s",
     ];
     let parts = workers(dir.path(), &url, 3, &[0, 1], &quick);
-    for (out, result) in &parts {
-        let Err(error) = result.as_ref() else {
-            panic!("the run was to stop at the barrier")
-        };
-        assert!(
-            error
-                .downcast_ref::<common::scale::BarrierError>()
-                .is_some(),
-            "{error:#}"
-        );
-        assert!(
-            format!("{error:#}").contains("worker(s) 2 never arrived"),
-            "{error:#}"
-        );
-        let report = common::testing::read_report(out);
-        assert!(report.cells.iter().all(|c| c.status == Status::Error
-            && c.reason.as_deref().unwrap_or("").contains("never arrived")));
-    }
-    let merge = MergeArgs {
-        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
-        expect_workers: 3,
-        output: dir.path().join("merged"),
-        wait: None,
-    };
     let report = &search_bench::report::SearchReport;
-    let error = common::scale::merge::run(&merge, "search-bench", report)
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("stopped at the barrier"), "{error}");
-    assert!(
-        !dir.path().join("merged").exists(),
-        "nothing merged as if complete"
-    );
-    // Worker 0 never reached its clean-up: drop the index it left.
-    http("DELETE", &format!("{url}/fairbench_workers"), None);
+    assert_stopped_and_unmerged(&parts, "worker(s) 2", 3, "search-bench", report);
 }
 
 /// The binary with `extra` as one of two workers: its exit code and its stderr.

@@ -13,6 +13,7 @@ use common::histogram::decode_histogram;
 use common::results::{Cell, Report, Status};
 use common::scale::merge::MergeArgs;
 use common::testing::free_port;
+use common::testing::workers::assert_stopped_and_unmerged;
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -106,7 +107,7 @@ fn two_vector_workers_make_one_run_built_and_scored_once() {
     assert!(builds(second).iter().all(|b| b["built_by_worker"] == 0
         && b.get("build").is_none()
         && b["verified"]["rows"] == "2000"));
-    common::testing::process::assert_opened_together(&[first, second]);
+    common::testing::workers::assert_opened_together(&[first, second]);
     let merged_dir = dir.path().join("merged");
     let merge = MergeArgs {
         parts: vec![parts[1].0.clone(), parts[0].0.clone()],
@@ -158,24 +159,8 @@ fn a_vector_worker_that_never_comes_stops_the_others_and_an_embedded_index_is_re
     let target = format!("pgvector={pg}");
     // Worker 1 of 2 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &target, 2, &[0]);
-    let (out, result) = &parts[0];
-    let Err(error) = result.as_ref() else {
-        panic!("the run was to stop at the barrier")
-    };
-    assert!(
-        error
-            .downcast_ref::<common::scale::BarrierError>()
-            .is_some(),
-        "{error:#}"
-    );
-    let report = common::testing::read_report(out);
-    assert!(!report.cells.is_empty());
-    assert!(
-        report.cells.iter().all(|c| c.status == Status::Error
-            && c.reason.as_deref().unwrap_or("").contains("never arrived")),
-        "{:#?}",
-        report.cells.iter().map(|c| &c.reason).collect::<Vec<_>>()
-    );
+    let report = &vector_bench::report::VectorReport;
+    assert_stopped_and_unmerged(&parts, "worker(s) 1", 2, "vector-bench", report);
     let embedded = workers(&dir.path().join("embedded"), "usearch", 2, &[0]);
     let Err(error) = embedded[0].1.as_ref() else {
         panic!("an embedded index was to be refused")

@@ -4,8 +4,8 @@
 //! the check that no secret reached anything a run wrote, what a test asserts of a run's
 //! outcome (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and
 //! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
-//! real browser; network namespaces for tests of several workers ([`netns`]) and the processes
-//! such a test starts ([`process`]).
+//! real browser; network namespaces for tests of several workers ([`netns`]), the processes
+//! such a test starts ([`process`]) and what it asserts of their parts ([`workers`]).
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
@@ -14,6 +14,7 @@ mod order;
 mod outcome;
 pub mod process;
 pub mod tooling;
+pub mod workers;
 
 #[cfg(any(test, feature = "browser"))]
 pub use browser::{assert_html_renders, check_page, chromium};

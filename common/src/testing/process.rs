@@ -70,34 +70,3 @@ pub fn barrier(report: &crate::results::Report) -> &crate::scale::BarrierRecord 
         .as_ref()
         .expect("a barrier record")
 }
-
-/// Checks that the workers' parts opened their windows together: every window's starts (each
-/// worker's clock; one host in a test) within 50 ms of each other but for at most one, and
-/// the median window within 5 ms. Workers that are threads of one test process share 2 busy
-/// cores with builds and servers here, and a thread sometimes wakes 130–300 ms late (seen in 2
-/// of 8 runs at load 5); a missing or misplaced barrier puts every window apart. Returns the
-/// largest spread, in ns, for the test to print.
-pub fn assert_opened_together(parts: &[&crate::results::Report]) -> u64 {
-    let starts: Vec<&Vec<u64>> = parts.iter().map(|r| &barrier(r).start_unix_ns).collect();
-    assert!(
-        starts.iter().all(|s| s.len() == starts[0].len()),
-        "every worker opened as many windows"
-    );
-    let mut spread_ns: Vec<u64> = (0..starts[0].len())
-        .map(|w| {
-            let at = starts.iter().map(|s| s[w]);
-            at.clone().max().unwrap_or(0) - at.min().unwrap_or(0)
-        })
-        .collect();
-    let ms: Vec<u64> = spread_ns.iter().map(|ns| ns / 1_000_000).collect();
-    assert!(
-        ms.iter().filter(|&&m| m >= 50).count() <= 1,
-        "window starts apart (ms): {ms:?}"
-    );
-    spread_ns.sort_unstable();
-    assert!(
-        spread_ns.get(spread_ns.len() / 2).copied().unwrap_or(0) < 5_000_000,
-        "window starts apart (ms): {ms:?}"
-    );
-    spread_ns.last().copied().unwrap_or(0)
-}

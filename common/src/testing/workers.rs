@@ -1,0 +1,119 @@
+//! What every tool's tests of several workers assert: that the parts opened their windows
+//! together, that a merged cell is the exact sum of the parts' same cell, and that a run whose
+//! worker never came stopped every other with the barrier's error and merges into nothing.
+
+use std::path::PathBuf;
+
+use crate::export::ToolReport;
+use crate::histogram::decode_histogram;
+use crate::results::{Cell, Report, Status};
+use crate::scale::merge::MergeArgs;
+
+use super::process::barrier;
+
+/// Checks that the workers' parts opened their windows together: every window's starts (each
+/// worker's clock; one host in a test) within 50 ms of each other but for at most one, and
+/// the median window within 5 ms. Workers that are threads of one test process share 2 busy
+/// cores with builds and servers here, and a thread sometimes wakes 130–300 ms late (seen in 2
+/// of 8 runs at load 5); a missing or misplaced barrier puts every window apart. Returns the
+/// largest spread, in ns, for the test to print.
+pub fn assert_opened_together(parts: &[&crate::results::Report]) -> u64 {
+    let starts: Vec<&Vec<u64>> = parts.iter().map(|r| &barrier(r).start_unix_ns).collect();
+    assert!(
+        starts.iter().all(|s| s.len() == starts[0].len()),
+        "every worker opened as many windows"
+    );
+    let mut spread_ns: Vec<u64> = (0..starts[0].len())
+        .map(|w| {
+            let at = starts.iter().map(|s| s[w]);
+            at.clone().max().unwrap_or(0) - at.min().unwrap_or(0)
+        })
+        .collect();
+    let ms: Vec<u64> = spread_ns.iter().map(|ns| ns / 1_000_000).collect();
+    assert!(
+        ms.iter().filter(|&&m| m >= 50).count() <= 1,
+        "window starts apart (ms): {ms:?}"
+    );
+    spread_ns.sort_unstable();
+    assert!(
+        spread_ns.get(spread_ns.len() / 2).copied().unwrap_or(0) < 5_000_000,
+        "window starts apart (ms): {ms:?}"
+    );
+    spread_ns.last().copied().unwrap_or(0)
+}
+
+/// `merged` is the exact sum of `parts` (one worker's same cell each): status ok, counts and
+/// connections summed, the HDR histogram (where the parts keep one) the exact sum with the p99
+/// read from it, and the throughput summed round by round (to the last bit JSON keeps).
+pub fn assert_exact_sum(merged: &Cell, parts: &[&Cell]) {
+    let w = format!("{} · {}", merged.workload, merged.system);
+    assert_eq!(merged.status, Status::Ok, "{w}: {:?}", merged.reason);
+    let ok: u64 = parts.iter().map(|c| c.counts.ok).sum();
+    assert_eq!(merged.counts.ok, ok, "{w}");
+    let connections: u32 = parts.iter().map(|c| c.connections).sum();
+    assert_eq!(merged.connections, connections, "{w}");
+    if parts[0].histogram_b64.is_some() {
+        let histogram = |c: &Cell| decode_histogram(c.histogram_b64.as_ref().expect("a histogram"));
+        let mut expected = histogram(parts[0]).unwrap();
+        expected.auto(true);
+        for part in &parts[1..] {
+            expected.add(histogram(part).unwrap()).unwrap();
+        }
+        assert_eq!(histogram(merged).unwrap(), expected, "{w}: the exact sum");
+        if let Some(latency) = merged.latency_ns {
+            assert_eq!(latency.p99, expected.value_at_quantile(0.99), "{w}");
+        }
+    }
+    let rounds = |c: &Cell| c.throughput.as_ref().expect("throughput").rounds.clone();
+    assert_eq!(rounds(merged).len(), rounds(parts[0]).len(), "{w}");
+    for (r, m) in rounds(merged).iter().enumerate() {
+        let sum: f64 = parts.iter().map(|c| rounds(c)[r]).sum();
+        assert!(
+            (m - sum).abs() <= 1e-9 * sum.abs(),
+            "{w}: round {r}: {m} vs {sum}"
+        );
+    }
+}
+
+/// Every worker of `parts` (folder, result) stopped at the barrier because `missing` never
+/// came ("worker(s) 2"), every cell of its results says so, and `merge` of the parts refuses
+/// with nothing written.
+pub fn assert_stopped_and_unmerged<S>(
+    parts: &[(PathBuf, anyhow::Result<S>)],
+    missing: &str,
+    expect_workers: u32,
+    tool: &str,
+    report: &dyn ToolReport,
+) {
+    for (out, result) in parts {
+        let Err(error) = result.as_ref() else {
+            panic!("the run was to stop at the barrier")
+        };
+        assert!(
+            error.downcast_ref::<crate::scale::BarrierError>().is_some(),
+            "{error:#}"
+        );
+        let never = format!("{missing} never arrived");
+        assert!(format!("{error:#}").contains(&never), "{error:#}");
+        let part: Report = super::read_report(out);
+        assert!(!part.cells.is_empty());
+        assert!(
+            part.cells.iter().all(|c| c.status == Status::Error
+                && c.reason.as_deref().unwrap_or("").contains("never arrived")),
+            "{:#?}",
+            part.cells.iter().map(|c| &c.reason).collect::<Vec<_>>()
+        );
+    }
+    let output = parts[0].0.with_file_name("merged");
+    let merge = MergeArgs {
+        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
+        expect_workers,
+        output: output.clone(),
+        wait: None,
+    };
+    let error = crate::scale::merge::run(&merge, tool, report)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("stopped at the barrier"), "{error}");
+    assert!(!output.exists(), "nothing merged as if complete");
+}
