@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 
 use common::results::{Report, Status};
-use common::scale::merge::MergeArgs;
 use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -103,17 +102,8 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     // acknowledgements: equal, or the cell would be invalid. Every key exactly once.
     let insert = cell(&reports[0], "insert b10 c4");
     assert_eq!(insert.status, Status::Ok, "{:?}", insert.reason);
-    let merged_dir = dir.path().join("merged");
-    let merge = MergeArgs {
-        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
-        expect_workers: 2,
-        output: merged_dir.clone(),
-        wait: None,
-    };
-    common::scale::merge::run(&merge, "geo-bench", &geo_bench::report::GeoReport).unwrap();
+    let (merged_dir, merged) = merge_in_process(&parts, "geo-bench", &geo_bench::report::GeoReport);
     assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
-    let merged = common::testing::read_report(&merged_dir);
     assert_eq!(merged.workers.len(), 2);
     assert!(merged.worker.is_none());
     for (i, c) in merged.cells.iter().enumerate() {

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 
 use common::results::{Cell, Report, Status};
-use common::scale::merge::MergeArgs;
 use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -123,17 +122,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
         assert_eq!(n("distinct") + n("lost"), n("sent"), "{delivery}");
         assert_eq!(m2m.counts.ok, n("distinct"));
     }
-    let merged_dir = dir.path().join("merged");
-    let merge = MergeArgs {
-        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
-        expect_workers: 2,
-        output: merged_dir.clone(),
-        wait: None,
-    };
-    common::scale::merge::run(&merge, "mqtt-bench", &mqtt_bench::report::MqttReport).unwrap();
+    let (merged_dir, merged) =
+        merge_in_process(&parts, "mqtt-bench", &mqtt_bench::report::MqttReport);
     assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
-    let merged = common::testing::read_report(&merged_dir);
     assert_eq!(merged.workers.len(), 2);
     for (i, c) in merged.cells.iter().enumerate() {
         let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);

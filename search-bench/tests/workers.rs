@@ -11,9 +11,8 @@ use std::process::Command;
 use std::thread;
 
 use common::results::{Report, Status};
-use common::scale::merge::MergeArgs;
 use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged};
+use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -106,18 +105,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
             assert_eq!(c.status, Status::Ok, "worker {r}: {:?}", c.reason);
         }
     }
-    let merged_dir = dir.path().join("merged");
-    let merge = MergeArgs {
-        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
-        expect_workers: 2,
-        output: merged_dir.clone(),
-        wait: None,
-    };
     let report = &search_bench::report::SearchReport;
-    common::scale::merge::run(&merge, "search-bench", report).unwrap();
+    let (merged_dir, merged) = merge_in_process(&parts, "search-bench", report);
     assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
-    let merged = common::testing::read_report(&merged_dir);
     assert_eq!((merged.workers.len(), merged.cells.len()), (2, 5));
     assert_eq!(
         merged.cells[0].counts.ok,

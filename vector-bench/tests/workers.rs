@@ -11,9 +11,8 @@ use std::thread;
 
 use common::histogram::decode_histogram;
 use common::results::{Cell, Report, Status};
-use common::scale::merge::MergeArgs;
 use common::testing::free_port;
-use common::testing::workers::assert_stopped_and_unmerged;
+use common::testing::workers::{assert_stopped_and_unmerged, merge_in_process};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -108,17 +107,9 @@ fn two_vector_workers_make_one_run_built_and_scored_once() {
         && b.get("build").is_none()
         && b["verified"]["rows"] == "2000"));
     common::testing::workers::assert_opened_together(&[first, second]);
-    let merged_dir = dir.path().join("merged");
-    let merge = MergeArgs {
-        parts: vec![parts[1].0.clone(), parts[0].0.clone()],
-        expect_workers: 2,
-        output: merged_dir.clone(),
-        wait: None,
-    };
-    common::scale::merge::run(&merge, "vector-bench", &vector_bench::report::VectorReport).unwrap();
+    let (merged_dir, merged) =
+        merge_in_process(&parts, "vector-bench", &vector_bench::report::VectorReport);
     assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file() && merged_dir.join("report.html").is_file());
-    let merged = common::testing::read_report(&merged_dir);
     assert_eq!(merged.cells.len(), first.cells.len());
     for (i, c) in merged.cells.iter().enumerate() {
         let (a, b) = (&first.cells[i], &second.cells[i]);

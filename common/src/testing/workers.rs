@@ -117,3 +117,25 @@ pub fn assert_stopped_and_unmerged<S>(
     assert!(error.contains("stopped at the barrier"), "{error}");
     assert!(!output.exists(), "nothing merged as if complete");
 }
+
+/// `merge` of every worker's part (listed last first, as nothing orders a merge Job's
+/// arguments), in process, into `merged/` beside them: its folder and the merged run, once
+/// report.md and report.html are there.
+pub fn merge_in_process<S>(
+    parts: &[(PathBuf, anyhow::Result<S>)],
+    tool: &str,
+    report: &dyn ToolReport,
+) -> (PathBuf, Report) {
+    let output = parts[0].0.with_file_name("merged");
+    let merge = MergeArgs {
+        parts: parts.iter().rev().map(|(p, _)| p.clone()).collect(),
+        expect_workers: parts.len() as u32,
+        output: output.clone(),
+        wait: None,
+    };
+    crate::scale::merge::run(&merge, tool, report).unwrap();
+    assert!(output.join("report.md").is_file() && output.join("report.html").is_file());
+    let merged = super::read_report(&output);
+    assert_eq!(merged.workers.len(), parts.len());
+    (output, merged)
+}
