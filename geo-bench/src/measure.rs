@@ -192,7 +192,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
     } = slot;
     let (n, first) = clients(workload, segment);
     let work = work(plan, workload, window_number, first);
-    let writes = !matches!(workload, Workload::Query { .. });
+    let writes = workload.writes();
     let reset = match (writes && worker.prepares()).then_some(()) {
         Some(()) => system.target.reset_inserts().await.err(),
         None => None,

@@ -130,10 +130,15 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         let Some(b) = builders[wi][si].as_mut() else {
             continue;
         };
+        // Numbered and met on every worker, measured or not, so the workers' windows and the
+        // barrier's rounds agree when a cell died on one of them only.
+        window_number += 1;
         if !b.is_live() || systems[si].workers.is_none() {
+            if let Err(e) = meet_unmeasured(&mut worker, &plan.workloads[wi]).await {
+                return Err(stopped(run, &worker, &mut builders, &plan, e));
+            }
             continue;
         }
-        window_number += 1;
         let shared = Shared {
             opts,
             plan: &plan,
@@ -170,6 +175,19 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&GeoReport)
+}
+
+/// The meetings [`one_window`] has for `workload`, for a window this worker does not measure
+/// (free without workers).
+async fn meet_unmeasured(
+    worker: &mut Worker,
+    workload: &crate::workloads::Workload,
+) -> Result<(), BarrierError> {
+    worker.sync(0).await?;
+    if workload.writes() {
+        worker.sync_pair(0, 0).await?;
+    }
+    Ok(())
 }
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, and the

@@ -44,6 +44,11 @@ impl Workload {
         }
     }
 
+    /// Whether its windows write events (worker 0 counts them afterwards).
+    pub fn writes(&self) -> bool {
+        !matches!(self, Workload::Query { .. })
+    }
+
     /// Events (or commands) each operation carries: throughput is operations × this.
     pub fn per_op(&self) -> usize {
         match self {
