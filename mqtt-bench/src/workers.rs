@@ -67,23 +67,20 @@ pub fn check(opts: &Opts, specs: &[TargetSpec], segment: Segment) -> anyhow::Res
 /// The run stopped at the barrier: every cell not yet measured in full says why, the worker
 /// block records the failure, results.json is written, and the error (exit 3) goes back.
 pub fn stopped(
-    mut run: Recording,
+    run: Recording,
     worker: &Worker,
     slots: &mut [Vec<Slot>],
     error: BarrierError,
 ) -> anyhow::Error {
-    for slot in slots.iter_mut().flatten() {
-        slot.mark(Status::Error, format!("stopped: {error}"));
-        run.report.upsert_cell(slot.cell());
-    }
-    run.report.worker = worker.info();
-    run.report
-        .notes
-        .push(format!("The run stopped at the start barrier: {error}."));
-    if let Err(e) = run.save() {
-        return anyhow::Error::from(e).context(error.to_string());
-    }
-    error.into()
+    let unfinished = slots
+        .iter_mut()
+        .flatten()
+        .map(|slot| {
+            slot.mark(Status::Error, format!("stopped: {error}"));
+            slot.cell()
+        })
+        .collect();
+    run.stopped_at_barrier(unfinished, worker.info(), error)
 }
 
 #[cfg(test)]

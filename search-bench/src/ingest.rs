@@ -190,13 +190,8 @@ async fn meet_after(
         }
         Err(_) => (0, 0),
     };
-    // Two figures in one payload: acknowledged in the high bits, possible in the low
-    // (--docs is at most u32::MAX).
-    let sums = state
-        .worker
-        .sync((acknowledged << 32) | possible.min(u64::from(u32::MAX)))
-        .await?;
-    let all = (sums >> 32, sums & u64::from(u32::MAX));
+    // Both figures fit the barrier's pair (--docs is at most u32::MAX).
+    let all = state.worker.sync_pair(acknowledged, possible).await?;
     Ok((sent.is_ok() && state.worker.prepares()).then_some(all))
 }
 
