@@ -33,6 +33,7 @@ pub mod results;
 pub mod run;
 pub mod scale;
 pub mod seconds;
+pub mod servercpu;
 pub mod target;
 pub mod testing;
 pub mod tls;

@@ -68,6 +68,26 @@ pub fn process_cpu_ns(pid: u32) -> Option<u64> {
     stat_cpu_ns(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// User + system CPU time of process `pid` and of every process below it, in nanoseconds: a
+/// server that forks per connection (PostgreSQL's backends are children of the postmaster) does
+/// its work in the children. Each process counts its own time and that of its children already
+/// reaped (cutime, cstime), so a backend that exits mid-window moves into its parent's figure
+/// instead of out of the sum.
+pub fn tree_cpu_ns(pid: u32) -> Option<u64> {
+    let mut total = tree_member_cpu_ns(pid)?;
+    let mut stack = children(pid);
+    while let Some(child) = stack.pop() {
+        total += tree_member_cpu_ns(child).unwrap_or(0);
+        stack.extend(children(child));
+    }
+    Some(total)
+}
+
+fn tree_member_cpu_ns(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat_cpu_ns(&stat)? + stat_children_cpu_ns(&stat)?)
+}
+
 /// User + system CPU time of this process's threads whose name starts with one of
 /// `prefixes` (an in-process server's own threads), in nanoseconds.
 pub fn own_threads_cpu_ns(prefixes: &[String]) -> Option<u64> {
@@ -95,6 +115,16 @@ fn stat_cpu_ns(stat: &str) -> Option<u64> {
     let utime: u64 = fields.nth(11)?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
     Some((utime + stime) * 1_000_000_000 / clock_ticks_per_s())
+}
+
+/// cutime + cstime of one `stat` line (its reaped children), in nanoseconds.
+fn stat_children_cpu_ns(stat: &str) -> Option<u64> {
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = after.split_whitespace();
+    // cutime and cstime are fields 16 and 17 of the whole line, 14 and 15 after the name.
+    let cutime: u64 = fields.nth(13)?.parse().ok()?;
+    let cstime: u64 = fields.next()?.parse().ok()?;
+    Some((cutime + cstime) * 1_000_000_000 / clock_ticks_per_s())
 }
 
 #[allow(unsafe_code)]
@@ -200,9 +230,10 @@ pub enum Probe {
 }
 
 impl Probe {
+    /// The CPU time of the process and every process below it, or of the threads.
     pub fn cpu_ns(&self) -> Option<u64> {
         match self {
-            Probe::Process(pid) => process_cpu_ns(*pid),
+            Probe::Process(pid) => tree_cpu_ns(*pid),
             Probe::Threads(prefixes) => own_threads_cpu_ns(prefixes),
         }
     }
@@ -332,6 +363,9 @@ mod tests {
         let line = "42 (a b) S 1 2 3 4 5 6 7 8 9 10 100 50 0 0 20 0 1 0";
         let expected = 150 * 1_000_000_000 / clock_ticks_per_s();
         assert_eq!(stat_cpu_ns(line), Some(expected));
+        let line = "42 (a b) S 1 2 3 4 5 6 7 8 9 10 100 50 7 3 20 0 1 0";
+        let children = 10 * 1_000_000_000 / clock_ticks_per_s();
+        assert_eq!(stat_children_cpu_ns(line), Some(children));
         assert_eq!(stat_cpu_ns("garbage"), None);
     }
 
@@ -350,6 +384,29 @@ mod tests {
         assert!(usage.client_peak_rss_bytes.unwrap() > 0);
         assert!(usage.peak_rss_bytes.is_some());
         assert!(!Probe::Process(u32::MAX).alive());
+    }
+
+    #[test]
+    fn a_process_tree_counts_its_children_cpu() {
+        // A child that burns CPU until it exits: while it runs it is below this process; once
+        // reaped its time is in this process's cutime, so the tree's figure never drops.
+        let before = tree_cpu_ns(std::process::id()).unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        let alive = tree_cpu_ns(std::process::id()).unwrap();
+        child.wait().unwrap();
+        let after = tree_cpu_ns(std::process::id()).unwrap();
+        assert!(
+            alive >= before && after >= alive,
+            "{before} {alive} {after}"
+        );
+        assert!(
+            after - before >= 10_000_000,
+            "the child's CPU is counted: {before} → {after}"
+        );
+        assert_eq!(tree_cpu_ns(u32::MAX), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use crate::human::format_duration;
 use crate::recorder::{encode_histogram, percentiles};
 use crate::results::{Cell, Counts, Status, Throughput};
+use crate::servercpu::ServerProcess;
 use crate::window::WindowOutcome;
 
 /// One pass over every system for one workload.
@@ -121,6 +122,11 @@ pub struct CellBuilder {
     cpu_ns: u64,
     /// The busiest measured window's client share ([`WindowOutcome::client_busy`]).
     client_busy: Option<f64>,
+    /// The system's server, when the tool reads its CPU for this cell.
+    server: Option<ServerProcess>,
+    /// Its CPU over the measured windows it could be read in, and how many those were.
+    server_cpu_ns: u64,
+    server_rounds: usize,
     status: Status,
     reason: Option<String>,
     ceiling: Duration,
@@ -142,6 +148,9 @@ impl CellBuilder {
             measured_ns: 0,
             cpu_ns: 0,
             client_busy: None,
+            server: None,
+            server_cpu_ns: 0,
+            server_rounds: 0,
             status: Status::Ok,
             reason: None,
             ceiling,
@@ -249,6 +258,54 @@ impl CellBuilder {
         self.cell.target_rate = outcome.target_rate;
     }
 
+    /// Says where this cell's server runs, so its CPU is read beside the client's
+    /// ([`CellBuilder::add_server_cpu`]).
+    pub fn server(&mut self, server: &ServerProcess) {
+        self.server = Some(server.clone());
+    }
+
+    /// The server's CPU time now, when this cell reads it: taken as its window opens.
+    pub fn server_cpu_now(&self) -> Option<u64> {
+        self.server.as_ref().and_then(ServerProcess::cpu_ns)
+    }
+
+    /// The server's CPU time since `before`: taken as the window closes, before anything else
+    /// (a verification query) asks the server for more work.
+    pub fn server_cpu_since(&self, before: Option<u64>) -> Option<u64> {
+        self.server.as_ref().and_then(|s| s.cpu_since(before))
+    }
+
+    /// Folds in the server's CPU time over the window [`CellBuilder::add`] has just folded in
+    /// (`None` when it could not be read); a warm-up's is discarded.
+    pub fn add_server_cpu(&mut self, round: Round, cpu_ns: Option<u64>) {
+        if let (Some(ns), false) = (cpu_ns, round.is_warmup()) {
+            self.server_cpu_ns += ns;
+            self.server_rounds += 1;
+        }
+    }
+
+    /// The server's CPU per operation and in cores, when every measured round read it.
+    fn server_cpu(&self, cell: &mut Cell, completed: u64) {
+        let Some(server) = &self.server else {
+            return;
+        };
+        let every_round = self.server_rounds == self.throughputs.len() && self.server_rounds > 0;
+        cell.server_cpu_source = Some(match server {
+            ServerProcess::Local(pid) if !every_round && !self.throughputs.is_empty() => {
+                format!(
+                    "not measured: the process tree of PID {pid} could not be read in every round"
+                )
+            }
+            _ => server.source(),
+        });
+        // An in-process server's CPU is the client's own: it is never counted twice.
+        if every_round && matches!(server, ServerProcess::Local(_)) {
+            let ns = self.server_cpu_ns as f64;
+            cell.server_cpu_ns_per_op = (completed > 0).then(|| ns / completed as f64);
+            cell.server_cpu_cores = (self.measured_ns > 0).then(|| ns / self.measured_ns as f64);
+        }
+    }
+
     /// Names what limited a measured window (DESIGN rule 11): the client when its lanes were busy
     /// for [`CLIENT_LIMIT`] of it or more, the system when an open-loop schedule fell more than
     /// 5% short while the client had time to spare.
@@ -307,6 +364,7 @@ impl CellBuilder {
         let completed = cell.counts.ok + cell.counts.error;
         cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
         cell.client_busy = self.client_busy;
+        self.server_cpu(&mut cell, completed);
         cell.histogram_b64 = self.latency.as_ref().map(encode_histogram);
         cell.service_histogram_b64 = self.service.as_ref().map(encode_histogram);
         // Like the round latencies: every measured round's seconds, or none.
@@ -432,6 +490,49 @@ mod tests {
         assert!((299_000..=301_000).contains(&p50), "{p50}");
         assert_eq!(cell.client_cpu_ns_per_op, Some(1_000.0));
         assert!(cell.histogram_b64.is_some());
+    }
+
+    #[test]
+    fn the_servers_cpu_is_kept_beside_the_clients_over_measured_rounds() {
+        let mut b = builder(2);
+        b.server(&ServerProcess::Local(42));
+        let all: Vec<Round> = rounds(1, 2).collect();
+        for (round, ok) in all.iter().zip([1_000, 100, 300]) {
+            b.add(*round, &outcome(ok, 10));
+            b.add_server_cpu(*round, Some(ok * 5_000));
+        }
+        let cell = b.to_cell();
+        assert_eq!(
+            cell.server_cpu_source.as_deref(),
+            Some("process tree of PID 42")
+        );
+        // The warm-up's 5 ms are not counted: 2 ms over 400 operations and 2 s of windows.
+        assert_eq!(cell.server_cpu_ns_per_op, Some(5_000.0));
+        assert_eq!(cell.server_cpu_cores, Some(0.001));
+        let mut unread = builder(1);
+        unread.server(&ServerProcess::Local(42));
+        unread.add(all[1], &outcome(100, 10));
+        unread.add_server_cpu(all[1], None);
+        let cell = unread.to_cell();
+        assert!(
+            cell.server_cpu_source
+                .unwrap()
+                .contains("could not be read in every round")
+        );
+        assert_eq!(
+            (cell.server_cpu_ns_per_op, cell.server_cpu_cores),
+            (None, None)
+        );
+        let mut embedded = builder(1);
+        embedded.server(&ServerProcess::InProcess);
+        embedded.add(all[1], &outcome(100, 10));
+        // Even when a tool reads an embedded engine's own threads, the cell does not count
+        // them as a server's: they are in the client's CPU already.
+        embedded.add_server_cpu(all[1], Some(1_000));
+        let cell = embedded.to_cell();
+        assert_eq!(cell.server_cpu_source.as_deref(), Some("in process"));
+        assert_eq!(cell.server_cpu_ns_per_op, None);
+        assert_eq!(builder(1).to_cell().server_cpu_source, None);
     }
 
     #[test]

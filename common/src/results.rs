@@ -247,6 +247,18 @@ pub struct Cell {
     /// The share (0–1) of the busiest measured window the client's lanes ran on a CPU; at 0.9 or more the cell is `client-limited`. Absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_busy: Option<f64>,
+    /// How the server's CPU was read: `process tree of PID n` (a server on this machine, its
+    /// process and every process below it), `in process` (an embedded engine: its CPU is the
+    /// client's), `not measured: remote`, or why it was not read. Absent when the tool does not
+    /// read it for this cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_source: Option<String>,
+    /// The server's CPU time (user + system) per completed operation, over measured rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ns_per_op: Option<f64>,
+    /// The server's CPU time over the measured windows' wall time: the cores it kept busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_cores: Option<f64>,
     /// The pooled latency histogram of all measured rounds, HdrHistogram V2 + deflate, base64.
     pub histogram_b64: Option<String>,
     pub service_histogram_b64: Option<String>,
@@ -288,6 +300,9 @@ impl Cell {
             missed_ticks: None,
             client_cpu_ns_per_op: None,
             client_busy: None,
+            server_cpu_source: None,
+            server_cpu_ns_per_op: None,
+            server_cpu_cores: None,
             histogram_b64: None,
             service_histogram_b64: None,
             latency_per_second_b64: Vec::new(),

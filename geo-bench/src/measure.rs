@@ -8,6 +8,7 @@ use common::progress::Progress;
 use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Report, Status};
 use common::scale::{BarrierError, Segment, Worker};
+use common::servercpu::ServerProcess;
 use common::window::WindowPlan;
 use serde_json::json;
 
@@ -49,6 +50,7 @@ pub fn builder(
         opts.common.rounds,
     );
     let mut b = CellBuilder::new(cell, opts.common.ceiling);
+    b.server(&ServerProcess::locate(&system.info, None).shared_by(segment.count));
     for label in &system.info.labels {
         b.add_label(label);
     }
@@ -215,7 +217,9 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
     let Some(workers) = system.workers.as_mut() else {
         return Ok(());
     };
+    let server_before = b.server_cpu_now();
     let ran = workers.run_window(n as usize, &work, window_plan).await;
+    let server_cpu = b.server_cpu_since(server_before);
     if writes {
         let (acknowledged, possible) = match &ran {
             Ok(window) => {
@@ -233,6 +237,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
     match ran {
         Ok(window) => {
             b.add(round, &window.outcome);
+            b.add_server_cpu(round, server_cpu);
             if !round.is_warmup() {
                 *results_sum += window.results;
             }

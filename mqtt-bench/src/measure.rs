@@ -161,6 +161,7 @@ pub fn slots(opts: &Opts, systems: &[System], rows: &[Row], segment: Segment) ->
                         opts.common.rounds,
                     );
                     let mut builder = CellBuilder::new(cell, opts.common.ceiling);
+                    builder.server(&b.server_process().shared_by(segment.count));
                     for label in &b.info.labels {
                         builder.add_label(label);
                     }
@@ -246,6 +247,7 @@ impl Windows<'_> {
         match ran {
             Ok(outcome) => {
                 slot.builder.add(round, &outcome.outcome);
+                slot.builder.add_server_cpu(round, outcome.usage.cpu_ns);
                 for (status, reason) in &outcome.marks {
                     slot.builder.mark(*status, reason.clone());
                 }

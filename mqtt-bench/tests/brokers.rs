@@ -266,3 +266,65 @@ fn a_broker_that_drops_qos1_messages_gets_an_error_cell_with_the_count() {
     assert_eq!(summary.exit, Exit::NotAllOk);
     assert_matches_schema(dir.path());
 }
+
+#[test]
+fn a_paced_cell_keeps_its_missed_ticks_and_lost_messages_beside_its_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // A publish rate no client here keeps (two million a second) for the latency row, and a
+    // QoS 0 sweep of one step, on the embedded broker.
+    let summary = run(&args(
+        &out,
+        &[
+            "--scenarios",
+            "latency,qos0",
+            "--qos",
+            "0",
+            "--latency-rate",
+            "2M",
+            "--sweep",
+            "5k",
+            "--duration",
+            "500ms",
+            "--rounds",
+            "1",
+        ],
+    ))
+    .unwrap();
+    assert_matches_schema(&out);
+    let report = &summary.report;
+    let row = |name: &str| {
+        *cells(report, "embedded")
+            .iter()
+            .find(|c| c.workload == name)
+            .unwrap_or_else(|| panic!("no cell {name}"))
+    };
+    let latency = row("latency @ 2,000,000/s, qos0");
+    assert_eq!(latency.target_rate, Some(2e6));
+    let missed = latency.missed_ticks.unwrap();
+    assert!(
+        missed > 0,
+        "a rate the publisher cannot keep misses ticks: {latency:?}"
+    );
+    assert!(latency.latency_ns.is_some(), "{latency:?}");
+    let of_sent = &latency.extra["latency_of_sent_ns"];
+    assert_eq!(
+        of_sent["lost"], latency.extra["delivery"]["lost"],
+        "{of_sent}"
+    );
+    // The QoS 0 sweep's cell keeps the pace of the step its figure comes from.
+    let qos0 = row("qos0 delivered 1→1");
+    assert_eq!(qos0.target_rate, Some(5e3), "{qos0:?}");
+    assert!(
+        qos0.missed_ticks.is_some() && qos0.achieved_rate.is_some(),
+        "{qos0:?}"
+    );
+    assert!(qos0.extra["delivery"]["lost"].is_u64());
+    // The report's row shows the missed ticks beside the figure, whatever the cell's status.
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = markdown
+        .lines()
+        .find(|l| l.starts_with("| latency @ 2,000,000/s, qos0"))
+        .unwrap_or_else(|| panic!("{markdown}"));
+    assert!(row.contains(&format!("missed ticks {missed}")), "{row}");
+}

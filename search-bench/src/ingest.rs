@@ -14,7 +14,6 @@ use common::scale::BarrierError;
 use common::window::WindowOutcome;
 
 use crate::corpus::Bulk;
-use crate::measure::{server_cpu_ns, server_cpu_since};
 use crate::state::State;
 
 /// Ingests the corpus: measured rounds when `ingest` is a workload, else once, untimed. Only
@@ -150,22 +149,20 @@ async fn send(
     );
     state.run.progress().line(format!("{label}…"));
     let interrupt = state.run.interrupt().clone();
-    // Each worker would read the whole server's CPU time against its own share of the work.
-    let reads_server = !state.worker.is_part();
     let system = &mut state.systems[si];
     let workers = system
         .target
         .open_ingest(threads)
         .await
         .map_err(|e| e.to_string())?;
-    let pid = system.description.server_pid.filter(|_| reads_server);
-    let server_before = server_cpu_ns(pid);
+    let builder = &state.slots[0][si].builder;
+    let server_before = builder.server_cpu_now();
     let mut outcome = workers.run(bulks, common.ceiling, interrupt).await;
     let refresh_started = Instant::now();
     system.target.refresh().await.map_err(|e| e.to_string())?;
     let refresh = refresh_started.elapsed();
     outcome.elapsed += refresh;
-    let server_cpu = server_cpu_since(pid, server_before);
+    let server_cpu = state.slots[0][si].builder.server_cpu_since(server_before);
     state
         .run
         .progress()

@@ -1,28 +1,15 @@
 //! The timed query phase (ingest is [`crate::ingest`]): open the search sessions and run the
 //! query windows, interleaved in alternating order, each opened at the start barrier when the
-//! run has several workers; and the server CPU read around a window. Every cell is written
+//! run has several workers, with the server's CPU read around each one. Every cell is written
 //! the moment it changes.
 
 use common::phases::window_line;
-use common::procstat::process_cpu_ns;
 use common::protocol::schedule;
 use common::results::Status;
 use common::scale::BarrierError;
 
 use crate::state::State;
 use crate::workloads::Workload;
-
-/// The server's CPU time now, when its process is on this machine and readable.
-pub fn server_cpu_ns(pid: Option<u32>) -> Option<u64> {
-    pid.and_then(process_cpu_ns)
-}
-
-/// CPU the server spent between `before` and now.
-pub fn server_cpu_since(pid: Option<u32>, before: Option<u64>) -> Option<u64> {
-    before
-        .zip(server_cpu_ns(pid))
-        .map(|(before, after)| after.saturating_sub(before))
-}
 
 /// This worker's share of the query connections (all of them without workers).
 fn connections(state: &State<'_>) -> usize {
@@ -57,8 +44,6 @@ pub async fn queries(state: &mut State<'_>) -> Result<anyhow::Result<()>, Barrie
     let common = &opts.common;
     let plan = state.window_plan();
     let n = connections(state);
-    // Each worker would read the whole server's CPU time against its own share of the work.
-    let reads_server = !state.worker.is_part();
     let rows: Vec<(usize, crate::queries::QueryKind)> = state
         .plan
         .workloads
@@ -98,12 +83,13 @@ pub async fn queries(state: &mut State<'_>) -> Result<anyhow::Result<()>, Barrie
         );
         let progress = state.run.progress();
         progress.window(label.clone(), common.duration);
-        let pid = system.description.server_pid.filter(|_| reads_server);
-        let before = server_cpu_ns(pid);
+        let before = slot.builder.server_cpu_now();
         let order = crate::scale::order_of(&state.orders, kind);
-        match workers.run_window(n, kind, &plan, order).await {
+        let window = workers.run_window(n, kind, &plan, order).await;
+        let server_cpu = slot.builder.server_cpu_since(before);
+        match window {
             Ok(outcome) => {
-                slot.record(step.round, &outcome, server_cpu_since(pid, before));
+                slot.record(step.round, &outcome, server_cpu);
                 progress.line(window_line(&label, &outcome, "q/s"));
             }
             Err(message) => {

@@ -1,6 +1,7 @@
-//! search-bench's report: common's frame (tables, systems, environment, notes) followed by
-//! search-bench's own tables, what was verified (queries checked, top-10 overlap) and what each
-//! operation cost in CPU, client and server side. Pure functions of the report.
+//! search-bench's report: common's frame (tables, among them the client's and the server's CPU
+//! per operation; systems, environment, notes) followed by what was verified (queries checked,
+//! top-10 overlap), and the notes that put each engine's CPU in words. Pure functions of the
+//! report.
 
 use common::export::ToolReport;
 use common::human::format_latency_ns;
@@ -50,33 +51,6 @@ pub fn verification_table(report: &Report) -> Table {
     )
 }
 
-fn ns(value: Option<&Value>) -> Option<f64> {
-    value.and_then(Value::as_f64)
-}
-
-/// Client and server CPU time per operation (per document for ingest), and the client's share.
-pub fn cpu_table(report: &Report) -> Table {
-    grid(
-        report,
-        "CPU per operation (client · server · client share; per document for ingest)",
-        |cell| {
-            let client = cell.client_cpu_ns_per_op?;
-            let client = format_latency_ns(client.round() as u64);
-            match ns(cell.extra.get("server_cpu_ns_per_op")) {
-                Some(server) => {
-                    let share = ns(cell.extra.get("client_cpu_share")).unwrap_or(0.0);
-                    Some(format!(
-                        "{client} · {} · {:.1}%",
-                        format_latency_ns(server.round() as u64),
-                        share * 100.0
-                    ))
-                }
-                None => Some(format!("{client} · –")),
-            }
-        },
-    )
-}
-
 /// One sentence per engine with a local server: the client's CPU per query beside the
 /// server's, for the `match` workload and for ingest.
 pub fn cpu_notes(report: &Report) -> Vec<String> {
@@ -84,9 +58,9 @@ pub fn cpu_notes(report: &Report) -> Vec<String> {
         .cells
         .iter()
         .filter_map(|cell| {
-            let server = ns(cell.extra.get("server_cpu_ns_per_op"))?;
+            let server = cell.server_cpu_ns_per_op?;
             let client = cell.client_cpu_ns_per_op?;
-            let share = ns(cell.extra.get("client_cpu_share"))?;
+            let share = client / (client + server).max(f64::MIN_POSITIVE);
             let per = if cell.unit == "docs/s" { "document" } else { "query" };
             Some(format!(
                 "{} · {}: search-bench used {} of CPU per {per}, the server {} ({:.1}% of the CPU both spent was the client's; server CPU from /proc/<pid>/stat at 10 ms resolution).",
@@ -100,22 +74,14 @@ pub fn cpu_notes(report: &Report) -> Vec<String> {
         .collect()
 }
 
-/// The extra tables for the terminal.
+/// The extra table for the terminal (the CPU table is the shared report's).
 pub fn text(report: &Report) -> String {
-    format!(
-        "\n{}\n{}",
-        verification_table(report).to_text(),
-        cpu_table(report).to_text()
-    )
+    format!("\n{}", verification_table(report).to_text())
 }
 
-/// The extra tables for `report.md`.
+/// The extra table for `report.md`.
 pub fn markdown(report: &Report) -> String {
-    format!(
-        "{}\n{}",
-        verification_table(report).to_markdown(),
-        cpu_table(report).to_markdown()
-    )
+    verification_table(report).to_markdown()
 }
 
 #[cfg(test)]
@@ -148,8 +114,9 @@ mod tests {
             c.client_cpu_ns_per_op = Some(12_345.0);
             c.extra.insert("queries_verified".into(), json!(256));
             if let Some(server) = server {
-                c.extra.insert("server_cpu_ns_per_op".into(), json!(server));
-                c.extra.insert("client_cpu_share".into(), json!(0.1));
+                c.server_cpu_source = Some("process tree of PID 42".into());
+                c.server_cpu_ns_per_op = Some(server);
+                c.server_cpu_cores = Some(0.5);
                 c.extra.insert(
                     "top10_overlap".into(),
                     json!({"with": "tantivy", "mean": 0.97, "queries": 256}),

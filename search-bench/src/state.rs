@@ -9,6 +9,7 @@ use common::protocol::{CellBuilder, Round};
 use common::results::{Cell, Status};
 use common::run::Recording;
 use common::scale::Worker;
+use common::servercpu::ServerProcess;
 use common::window::{WindowOutcome, WindowPlan};
 use serde_json::{Value, json};
 
@@ -21,29 +22,26 @@ use crate::workloads::Workload;
 /// A cell under construction, with the figures common's builder does not keep.
 pub struct Slot {
     pub builder: CellBuilder,
-    server_cpu_ns: u64,
-    server_ops: u64,
-    client_cpu_ns: u64,
     pub refresh_ms: Vec<f64>,
     pub extra: BTreeMap<String, Value>,
 }
 
 impl Slot {
-    fn new(opts: &Opts, workload: Workload, system: &str, worker: &Worker) -> Slot {
+    fn new(opts: &Opts, workload: Workload, system: &System, worker: &Worker) -> Slot {
         let common = &opts.common;
         let connections = worker.segment.share(u64::from(workload.connections(opts)));
         let cell = Cell::new(
             &workload.label(opts),
-            system,
+            system.name(),
             workload.unit(),
             connections as u32,
             common.rounds,
         );
+        let mut builder = CellBuilder::new(cell, common.ceiling);
+        let server = ServerProcess::locate(&system.info, system.description.server_pid);
+        builder.server(&server.shared_by(worker.segment.count));
         Slot {
-            builder: CellBuilder::new(cell, common.ceiling),
-            server_cpu_ns: 0,
-            server_ops: 0,
-            client_cpu_ns: 0,
+            builder,
             refresh_ms: Vec::new(),
             extra: BTreeMap::new(),
         }
@@ -53,27 +51,11 @@ impl Slot {
     /// it could be read.
     pub fn record(&mut self, round: Round, outcome: &WindowOutcome, server_cpu_ns: Option<u64>) {
         self.builder.add(round, outcome);
-        if round.is_warmup() {
-            return;
-        }
-        if let Some(ns) = server_cpu_ns {
-            let counts = outcome.recorder.counts;
-            self.server_cpu_ns += ns;
-            self.server_ops += counts.ok + counts.error;
-            self.client_cpu_ns += outcome.client_cpu_ns;
-        }
+        self.builder.add_server_cpu(round, server_cpu_ns);
     }
 
     fn cell(&self) -> Cell {
         let mut cell = self.builder.to_cell();
-        if self.server_ops > 0 && self.server_cpu_ns > 0 {
-            let per_op = self.server_cpu_ns as f64 / self.server_ops as f64;
-            cell.extra
-                .insert("server_cpu_ns_per_op".into(), json!(per_op));
-            let share =
-                self.client_cpu_ns as f64 / (self.client_cpu_ns + self.server_cpu_ns) as f64;
-            cell.extra.insert("client_cpu_share".into(), json!(share));
-        }
         cell.extra.extend(self.extra.clone());
         if !self.refresh_ms.is_empty() {
             cell.extra
@@ -118,7 +100,7 @@ impl<'a> State<'a> {
             .map(|w| {
                 systems
                     .iter()
-                    .map(|s| Slot::new(opts, *w, s.name(), &worker))
+                    .map(|s| Slot::new(opts, *w, s, &worker))
                     .collect()
             })
             .collect();

@@ -178,6 +178,54 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
 }
 
 #[test]
+fn the_servers_cpu_stands_beside_the_clients_read_from_postgres_backends_and_in_process_for_sqlite()
+{
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&args(
+        "crud",
+        dir.path(),
+        &[
+            "--target",
+            &pg,
+            "--target",
+            "sqlite",
+            "--workloads",
+            "read-4c",
+        ],
+    ))
+    .unwrap();
+    assert_matches_schema(dir.path());
+    let postgres = cell(&summary.report, "read 4c", "postgres");
+    assert_eq!(postgres.status, Status::Ok, "{postgres:?}");
+    let source = postgres.server_cpu_source.as_deref().unwrap();
+    assert!(source.starts_with("process tree of PID"), "{source}");
+    // The work is done by the backends, children of the postmaster: the postmaster alone
+    // spends next to nothing while four connections read.
+    let per_op = postgres.server_cpu_ns_per_op.unwrap();
+    assert!(per_op > 1_000.0, "server CPU per operation {per_op} ns");
+    let cores = postgres.server_cpu_cores.unwrap();
+    assert!(cores > 0.05, "{postgres:?}");
+    let client = postgres.client_cpu_ns_per_op.unwrap();
+    eprintln!(
+        "postgres read 4c: server {per_op:.0} ns/op on {cores:.2} cores, client {client:.0} ns/op"
+    );
+    let sqlite = cell(&summary.report, "read 4c", "sqlite");
+    assert_eq!(sqlite.server_cpu_source.as_deref(), Some("in process"));
+    assert_eq!(
+        (sqlite.server_cpu_ns_per_op, sqlite.server_cpu_cores),
+        (None, None)
+    );
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        markdown.contains("CPU per operation: client / server"),
+        "{markdown}"
+    );
+    assert!(markdown.contains(" / in process |"), "{markdown}");
+}
+
+#[test]
 fn open_loop_measures_from_the_intended_start_and_reports_the_rate() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

@@ -171,7 +171,12 @@ async fn measure(
         let spec = plan.spec(sweep.data, *variant);
         systems::build_all(systems, plan, &spec, sweep.data, connections, run, worker).await?;
         sweep
-            .measure(*variant, &mut systems::lanes(systems), run, worker)
+            .measure(
+                *variant,
+                &mut systems::lanes(systems, plan, worker.segment.count),
+                run,
+                worker,
+            )
             .await?;
         // An interrupted run stops at once; the index it was measuring stays.
         if run.interrupted() {

@@ -13,6 +13,7 @@ use common::progress::Progress;
 use common::results::{Cell, Location, Status, SystemInfo};
 use common::run::Recording;
 use common::scale::Worker;
+use common::servercpu::ServerProcess;
 use common::target::described_system;
 use serde_json::{Value, json};
 
@@ -131,15 +132,22 @@ pub async fn check_namespaces(
     Ok(())
 }
 
-/// The lanes as the sweep sees them: a name, a mode and, while an index is open, its sessions.
-pub fn lanes(systems: &mut [System]) -> Vec<Lane<'_>> {
+/// The lanes as the sweep sees them: a name, a mode, where the server runs (its process found
+/// by `--server-pid` or by the port it listens on; one of several `workers` does not read it)
+/// and, while an index is open, its sessions.
+pub fn lanes<'a>(systems: &'a mut [System], plan: &Plan, workers: u32) -> Vec<Lane<'a>> {
+    let count = systems.len();
     systems
         .iter_mut()
-        .flat_map(|s| s.lanes.iter_mut())
-        .map(|l| Lane {
-            name: &l.info.name,
-            mode: &l.mode,
-            searchers: &mut l.searchers,
+        .flat_map(|s| {
+            let given = ServerPid::find(&plan.server_pids, s.name(), count).map(|p| p.pid);
+            let server = ServerProcess::locate(&s.info, given).shared_by(workers);
+            s.lanes.iter_mut().map(move |l| Lane {
+                name: &l.info.name,
+                mode: &l.mode,
+                server: server.clone(),
+                searchers: &mut l.searchers,
+            })
         })
         .collect()
 }

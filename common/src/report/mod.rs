@@ -4,11 +4,13 @@
 
 pub mod axis;
 pub mod chart;
+mod cpu;
 pub mod spectrum;
 mod svg;
 mod table;
 pub mod timeline;
 
+pub use cpu::{cpu_figure, cpu_table};
 pub use spectrum::render_spectrum;
 pub use svg::{render_svg_charts, render_throughput};
 pub use table::Table;
@@ -340,9 +342,11 @@ fn title(report: &Report) -> String {
     format!("{} {} · {}", report.tool, report.suite, report.section)
 }
 
-/// The tables of the shared report: throughput, latency and, with a reference, the verdicts.
+/// The tables of the shared report: throughput, latency, the client's and the server's CPU
+/// (when the tool read where the server runs) and, with a reference, the verdicts.
 pub fn shared_tables(report: &Report) -> Vec<Table> {
     let mut tables = vec![throughput_table(report), latency_table(report)];
+    tables.extend(cpu_table(report));
     tables.extend(verdict_tables(report, &judge(report)));
     tables
 }

@@ -224,6 +224,7 @@ fn tables(report: &Report) -> Vec<Table> {
         curve_table(report),
         query_table(report),
         geoadd_table(report),
+        common::report::cpu_table(report),
     ]
     .into_iter()
     .flatten()

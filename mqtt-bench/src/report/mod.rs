@@ -68,12 +68,20 @@ fn latency_headline(cell: &Cell) -> String {
     let Some(l) = cell.latency_ns else {
         return "–".into();
     };
-    let mut text = format!(
+    format!(
         "{} / {} / {}",
         at("p50", Some(l.p50)),
         at("p99", Some(l.p99)),
         at("p999", Some(l.p999))
-    );
+    )
+}
+
+/// ` · lost N · missed ticks M` for a paced cell that lost messages or missed ticks over its
+/// measured rounds, whatever its status: what shaped the figure beside it.
+fn pacing_suffix(cell: &Cell) -> String {
+    if cell.target_rate.is_none() {
+        return String::new();
+    }
     let lost = cell
         .extra
         .get("delivery")
@@ -81,22 +89,25 @@ fn latency_headline(cell: &Cell) -> String {
         .unwrap_or(0);
     let missed = cell.missed_ticks.unwrap_or(0);
     if lost > 0 || missed > 0 {
-        text.push_str(&format!(" · lost {lost} · missed ticks {missed}"));
+        format!(" · lost {lost} · missed ticks {missed}")
+    } else {
+        String::new()
     }
-    text
 }
 
 /// A cell's headline: the median rate with its round range, or for latency rows
-/// p50 / p99 / p99.9; a cell that is not ok shows its status.
+/// p50 / p99 / p99.9; a cell that is not ok shows its status. A paced cell's lost messages
+/// and missed ticks follow.
 fn headline(cell: &Cell) -> String {
-    if cell.status != Status::Ok {
-        return cell.status.as_str().to_owned();
-    }
-    if is_latency(cell) {
-        return latency_headline(cell);
-    }
-    cell.usable_throughput()
-        .map_or("–".into(), median_and_range)
+    let figure = if cell.status != Status::Ok {
+        cell.status.as_str().to_owned()
+    } else if is_latency(cell) {
+        latency_headline(cell)
+    } else {
+        cell.usable_throughput()
+            .map_or("–".into(), median_and_range)
+    };
+    format!("{figure}{}", pacing_suffix(cell))
 }
 
 /// The seed's table: scenario rows, one column per broker, and each broker's ratio against the

@@ -25,6 +25,7 @@ use common::pool::BoxFuture;
 use common::procstat::{Probe, ServerPid};
 pub use common::reach::Reach;
 use common::results::{Location, SystemInfo};
+use common::servercpu::ServerProcess;
 pub use common::target::TargetError;
 use common::target::{FromAfar, location_of_host};
 use common::tls::Negotiated;
@@ -157,6 +158,17 @@ pub struct Broker {
     pub guard: Option<Arc<embedded::EmbeddedBroker>>,
 }
 
+impl Broker {
+    /// Where the broker runs, for its CPU beside the client's: the process sampled in every
+    /// window (`--broker-pid`, or the one listening on its port), in process, or remote.
+    pub fn server_process(&self) -> ServerProcess {
+        match &self.link.probe {
+            Some(Probe::Process(pid)) => ServerProcess::Local(*pid),
+            _ => ServerProcess::locate(&self.info, None),
+        }
+    }
+}
+
 impl From<ConnError> for TargetError {
     fn from(error: ConnError) -> TargetError {
         // Its messages are complete sentences already ("cannot connect to …").
@@ -220,7 +232,11 @@ async fn reach(
         ..client.clone()
     };
     let (endpoint, sys, connack, negotiated) = describe_over_mqtt(&url, &client).await?;
-    let probe = pid.map(|p| Probe::Process(p.pid));
+    // Without --broker-pid a broker on this machine is found by the port it listens on.
+    let found = (location == Location::Local)
+        .then(|| common::procstat::listening_pid(url.port))
+        .flatten();
+    let probe = pid.map(|p| p.pid).or(found).map(Probe::Process);
     if let (Some(probe), Some(pid)) = (&probe, pid)
         && !probe.alive()
     {

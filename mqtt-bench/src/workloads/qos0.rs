@@ -84,8 +84,9 @@ pub fn classify(seen: Seen, max_loss: f64) -> Step {
 pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOutcome, RoundError> {
     let opts = ctx.opts;
     let mut steps = Vec::new();
-    let mut best: Option<(f64, Measured)> = None;
-    let mut first: Option<Measured> = None;
+    // The delivered rate, the offered rate and what was measured at that step.
+    let mut best: Option<(f64, f64, Measured)> = None;
+    let mut first: Option<(f64, Measured)> = None;
     let mut marks = Vec::new();
     for &offered in &opts.sweep {
         let spec = ctx.spec(row, 1, Some(offered));
@@ -111,17 +112,17 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         steps.push(figures);
         let stop = !failed.is_empty() || !matches!(step, Step::Ok);
         marks.extend(failed);
-        if step.counts() && marks.is_empty() && best.as_ref().is_none_or(|(b, _)| delivered > *b) {
-            best = Some((delivered, m));
+        if step.counts() && marks.is_empty() && best.as_ref().is_none_or(|(b, ..)| delivered > *b) {
+            best = Some((delivered, offered, m));
         } else if first.is_none() {
-            first = Some(m);
+            first = Some((offered, m));
         }
         if stop {
             break;
         }
     }
-    let chosen = match best {
-        Some((_, m)) => m,
+    let (offered, chosen) = match best {
+        Some((_, offered, m)) => (offered, m),
         None => {
             marks.push((Status::Error, no_figure(label, &steps, opts.max_loss)));
             first.ok_or_else(|| RoundError::from("the sweep has no rates".to_owned()))?
@@ -136,8 +137,9 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
         delivery: r.delivery,
         messages: r.delivery.distinct,
         usage: chosen.usage,
-        target_rate: None,
-        accepted_rate: None,
+        // The chosen step's pace: its missed ticks and lost messages stand beside its figure.
+        target_rate: Some(offered),
+        accepted_rate: Some(r.accepted_per_s()),
         lanes: r.lanes.clone(),
         figures: BTreeMap::from([("client_busy_share", r.lanes.busiest())]),
     })

@@ -643,6 +643,7 @@ fn tables(report: &Report) -> Vec<Table> {
     out.extend(exact_table(report));
     out.extend(builds_table(report));
     out.extend(harness_table(report));
+    out.extend(common::report::cpu_table(report));
     out
 }
 

@@ -5,6 +5,7 @@
 
 use common::run::Recording;
 use common::scale::Worker;
+use common::servercpu::ServerProcess;
 
 use super::point::PointKey;
 use super::sweep::{Lane, Point, Sweep, measure_points};
@@ -31,6 +32,7 @@ pub async fn measure(
     let mut lanes = [Lane {
         name,
         mode: &mode,
+        server: ServerProcess::InProcess,
         searchers: &mut searchers,
     }];
     measure_points(sweep, &points, &mut lanes, run, worker).await

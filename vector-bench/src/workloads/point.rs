@@ -9,6 +9,7 @@ use common::data::Checksum;
 use common::protocol::{CellBuilder, Round};
 use common::recorder::{encode_histogram, percentiles};
 use common::results::{Cell, Status};
+use common::servercpu::ServerProcess;
 use hdrhistogram::Histogram;
 use serde_json::json;
 
@@ -186,9 +187,30 @@ impl PointBuilder {
             .push(pass.wall_ns.saturating_sub(pass.call_ns) as f64 / queries);
     }
 
-    /// Folds in one QPS window.
-    pub fn add_window(&mut self, round: Round, outcome: &common::window::WindowOutcome) {
+    /// Says where the system's server runs, so its CPU is read beside the client's.
+    pub fn server(&mut self, server: &ServerProcess) {
+        self.cell.server(server);
+    }
+
+    /// The server's CPU time now, taken as a QPS window opens.
+    pub fn server_cpu_now(&self) -> Option<u64> {
+        self.cell.server_cpu_now()
+    }
+
+    /// The server's CPU time since `before`, taken as the QPS window closes.
+    pub fn server_cpu_since(&self, before: Option<u64>) -> Option<u64> {
+        self.cell.server_cpu_since(before)
+    }
+
+    /// Folds in one QPS window and the server's CPU over it.
+    pub fn add_window(
+        &mut self,
+        round: Round,
+        outcome: &common::window::WindowOutcome,
+        server_cpu_ns: Option<u64>,
+    ) {
         self.cell.add(round, outcome);
+        self.cell.add_server_cpu(round, server_cpu_ns);
     }
 
     /// The cell as it stands: throughput is QPS at --connections; `latency_ns` is at

@@ -18,6 +18,7 @@ use common::protocol::{Step, schedule};
 use common::results::{Report, Status};
 use common::run::Recording;
 use common::scale::{Segment, Worker};
+use common::servercpu::ServerProcess;
 use common::window::{WindowOutcome, WindowPlan};
 use serde_json::Value;
 
@@ -38,6 +39,8 @@ const FULL_RECALL: f64 = 0.999;
 pub struct Lane<'a> {
     pub name: &'a str,
     pub mode: &'a Mode,
+    /// Where its server runs, so its CPU is read around each window.
+    pub server: ServerProcess,
     pub searchers: &'a mut Option<Box<dyn Searchers>>,
 }
 
@@ -194,6 +197,7 @@ async fn prepare(
             common.rounds,
             common.ceiling,
         );
+        builder.server(&lane.server);
         match searchers.prepare(&point.work).await {
             Ok(reported) => builder.ef_reported(reported),
             Err(e) => builder.mark(
@@ -246,9 +250,12 @@ async fn one_round(
     worker.sync(0).await?;
     run.progress().window(label.clone(), common.duration);
     let connections = sweep.connections() as usize;
-    match searchers.window(connections, work, sweep.window).await {
+    let server_before = builder.server_cpu_now();
+    let window = searchers.window(connections, work, sweep.window).await;
+    let server_cpu = builder.server_cpu_since(server_before);
+    match window {
         Ok(outcome) => {
-            builder.add_window(round, &outcome);
+            builder.add_window(round, &outcome, server_cpu);
             run.progress().line(window_line(&label, &outcome, builder));
         }
         Err(e) => {

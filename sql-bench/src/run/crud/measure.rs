@@ -10,6 +10,7 @@ use common::protocol::{CellBuilder, Round, schedule};
 use common::results::{Cell, Location, Report, Status};
 use common::run::Recording;
 use common::scale::{BarrierError, Segment, Worker};
+use common::servercpu::ServerProcess;
 use common::window::WindowPlan;
 
 use super::cluster;
@@ -56,6 +57,7 @@ pub(super) fn builders(
                         common.rounds,
                     );
                     let mut b = CellBuilder::new(cell, common.ceiling);
+                    b.server(&ServerProcess::locate(&s.info, None).shared_by(segment.count));
                     for label in &s.info.labels {
                         b.add_label(label);
                     }
@@ -136,6 +138,7 @@ pub(super) async fn all(
             step.round.label(common.warmup, common.rounds)
         );
         worker.sync(0).await.map_err(Stopped::Barrier)?;
+        let server_before = builder.server_cpu_now();
         let ran = match system.workers.as_mut().filter(|_| live) {
             Some(workers) => {
                 run.progress().window(label.clone(), common.duration);
@@ -144,6 +147,7 @@ pub(super) async fn all(
             }
             None => None,
         };
+        let server_cpu = builder.server_cpu_since(server_before);
         if workload.kind != Kind::Read {
             let (acknowledged, possible) = match &ran {
                 Some(Ok(window)) => {
@@ -171,6 +175,7 @@ pub(super) async fn all(
             None => continue,
             Some(Ok(outcome)) => {
                 builder.add(step.round, &outcome.outcome);
+                builder.add_server_cpu(step.round, server_cpu);
                 run.progress()
                     .line(window_line(&label, &outcome.outcome, "ops/s"));
             }

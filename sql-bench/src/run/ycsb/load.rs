@@ -51,9 +51,13 @@ pub(super) async fn all(
             index: 0,
             measured: Some(1),
         };
-        match workers.load(connections, &load).await {
+        let server_before = cell.builder.server_cpu_now();
+        let loaded = workers.load(connections, &load).await;
+        let server_cpu = cell.builder.server_cpu_since(server_before);
+        match loaded {
             Ok(outcome) => {
                 cell.builder.add(measured, &outcome);
+                cell.builder.add_server_cpu(measured, server_cpu);
                 run.progress()
                     .line(window_line(&label, &outcome, "records/s"));
             }

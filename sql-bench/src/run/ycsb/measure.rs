@@ -8,6 +8,7 @@ use common::phases::window_line;
 use common::protocol::{CellBuilder, schedule};
 use common::results::{Cell, Status};
 use common::run::Recording;
+use common::servercpu::ServerProcess;
 use common::window::WindowPlan;
 use serde_json::json;
 
@@ -28,6 +29,7 @@ pub(super) fn cells(opts: &YcsbOpts, plan: &Plan, systems: &mut [System]) -> Vec
             Cell::new(workload, system.name(), unit, connections, rounds),
             common.ceiling,
         );
+        b.server(&ServerProcess::locate(&system.info, None));
         for label in &system.info.labels {
             b.add_label(label);
         }
@@ -146,9 +148,13 @@ pub(super) async fn all(
         );
         run.progress().window(label.clone(), common.duration);
         let connections = plan.connections[step.workload] as usize;
-        match workers.run_window(connections, &mix, &window_plan).await {
+        let server_before = cell.builder.server_cpu_now();
+        let ran = workers.run_window(connections, &mix, &window_plan).await;
+        let server_cpu = cell.builder.server_cpu_since(server_before);
+        match ran {
             Ok(window) => {
                 cell.add(step.round, &window);
+                cell.builder.add_server_cpu(step.round, server_cpu);
                 if workload.kinds().any(Kind::changes_count) {
                     verify_count(
                         plan,
