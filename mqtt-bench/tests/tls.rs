@@ -189,3 +189,52 @@ fn insecure_skip_verify_takes_the_wrong_ca_and_labels_every_cell() {
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("insecure-skip-verify"), "{markdown}");
 }
+
+/// A connect storm against the TLS Mosquitto: every connection's TLS handshake is recorded on
+/// its own (percentiles in the cell's extra, its figures, the report's storm table), apart from
+/// the CONNACK latency, which is then TCP, CONNECT and CONNACK only.
+#[test]
+fn a_connect_storm_over_mqtts_records_the_tls_handshake_apart_from_the_connack() {
+    let Some(broker) = tls_mosquitto() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("storm");
+    let ran = Command::new(MQTT_BENCH)
+        .args(["--broker", &format!("m={}", broker.url)])
+        .args(["--scenarios", "connect", "--clients", "60"])
+        .args(["--connect-rate", "300", "--rounds", "1", "--warmup", "0"])
+        .args(["--quiet", "--output"])
+        .arg(&out)
+        .env("FAIRBENCH_PASSWORD_M", SECRET)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
+    let json = read_json(&out);
+    let cell = &json["cells"][0];
+    assert_eq!(cell["status"], "ok", "{cell}");
+    let extra = &cell["extra"];
+    let round = &extra["rounds"][0];
+    let tls = &round["tls_handshake_ns"];
+    let connack = &round["connack_latency_ns"];
+    let at = |p: &serde_json::Value, key: &str| p[key].as_u64().unwrap_or(0);
+    assert!(
+        at(tls, "p50") > 0,
+        "a handshake time per connection: {extra}"
+    );
+    assert!(at(tls, "p99") >= at(tls, "p50"), "{tls}");
+    assert!(at(connack, "p50") > 0, "{extra}");
+    let figures = &extra["figures"];
+    assert_eq!(figures["connected"], 60.0, "{figures}");
+    assert_eq!(figures["tls_handshake_p50_ns"], at(tls, "p50") as f64);
+    // The cell's latency is the CONNACK's, with the handshake taken out.
+    assert_eq!(cell["latency_ns"]["p50"], connack["p50"], "{cell}");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = markdown
+        .lines()
+        .find(|l| l.contains("TLS handshake p50 / p99 (not in the CONNACK figures)"))
+        .unwrap_or_else(|| panic!("a TLS handshake row in the storm table: {markdown}"));
+    assert!(!row.contains('–'), "{row}");
+}

@@ -3,6 +3,8 @@
 //! has no pgvector (Debian packages none for it, and the PostgreSQL 18 with pgvector here is
 //! built without OpenSSL), so a good connection ends, after TLS and the password, at the
 //! extension check: its one line says the handshake verified and the password was taken.
+//! Chroma over https through the TLS terminator the test command starts in front of a Chroma
+//! (scripts/service/chroma-tls.sh), with a token from the environment.
 
 mod support;
 
@@ -92,19 +94,170 @@ fn pgvector_connects_over_verified_tls_with_a_password_from_the_environment() {
 }
 
 #[test]
-fn a_url_asking_chroma_or_qdrant_for_tls_is_refused_not_served_in_plaintext() {
-    for target in [
-        "chroma://127.0.0.1:8000?cacert=/etc/ssl/certs/ca-certificates.crt",
-        "chroma://127.0.0.1:8000?sslmode=require",
-        "qdrant://127.0.0.1:6334?sslmode=verify-full",
+fn a_url_asking_the_qdrant_server_for_tls_is_refused_not_served_in_plaintext() {
+    let target = "qdrant://127.0.0.1:6334?sslmode=verify-full";
+    let (code, stderr, made) = vector_bench(target, SECRET);
+    assert_eq!(code, Some(2), "{target}: {stderr}");
+    assert!(
+        stderr.contains("is not supported yet; connect in plaintext"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!made, "nothing made: {target}");
+}
+
+const CHROMA_TOKEN_VAR: &str = "FAIRBENCH_PASSWORD_CHR";
+const CHROMA_TOKEN: &str = "zq-leak-check-chroma-7d3e";
+
+/// What one run of vector-bench against Chroma (named `chr`) left: exit code, stdout, stderr,
+/// the results folder (if made) and the folder holding it.
+struct ChromaRun {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+    out: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A short sweep (one ef, one round) on `url` with the token in the environment.
+fn chroma_run(url: &str, extra: &[&str]) -> ChromaRun {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let ran = Command::new(env!("CARGO_BIN_EXE_vector-bench"))
+        .args(["--target", &format!("chr={url}"), "--output"])
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args([
+            "--quiet",
+            "--namespace",
+            "fbtls",
+            "--variants",
+            "f32",
+            "--filters",
+            "none",
+            "--ef",
+            "16",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--duration",
+            "200ms",
+            "--connections",
+            "2",
+            "--rows",
+            "300",
+            "--dims",
+            "8",
+            "--queries",
+            "10",
+        ])
+        .args(extra)
+        .env(CHROMA_TOKEN_VAR, CHROMA_TOKEN)
+        .output()
+        .unwrap();
+    ChromaRun {
+        code: ran.status.code(),
+        stdout: ran.stdout,
+        stderr: String::from_utf8_lossy(&ran.stderr).trim().to_owned(),
+        out,
+        _dir: dir,
+    }
+}
+
+/// Chroma behind the test command's TLS terminator (scripts/service/chroma-tls.sh: stunnel with
+/// the test CA's certificate): verified with the right CA the sweep runs and the system records
+/// what TLS negotiated; `--insecure-skip-verify` runs and labels every cell; the token from
+/// `FAIRBENCH_PASSWORD_CHR` is in no byte either run wrote.
+#[test]
+fn chroma_runs_over_verified_https_and_the_token_is_never_written() {
+    let Some(url) = server_url("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
+        return;
+    };
+    let _servers = support::lock_servers();
+    let verified = chroma_run(&url, &[]);
+    let insecure_url = url.split_once('?').unwrap().0.to_owned() + "?sslmode=require";
+    let insecure = chroma_run(&insecure_url, &["--insecure-skip-verify"]);
+    for (run, verification) in [
+        (&verified, "verify-full"),
+        (&insecure, "none (--insecure-skip-verify)"),
     ] {
-        let (code, stderr, made) = vector_bench(target, SECRET);
-        assert_eq!(code, Some(2), "{target}: {stderr}");
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let report = common::testing::read_json(&run.out);
+        let system = report["systems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "chr")
+            .expect("the Chroma system");
+        let tls = &system["verified"];
         assert!(
-            stderr.contains("is not supported yet; connect in plaintext"),
-            "{stderr}"
+            tls["tls_version"].as_str().unwrap().starts_with("TLSv1."),
+            "{tls}"
         );
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(!made, "nothing made: {target}");
+        assert!(
+            tls["tls_cipher"].as_str().unwrap().starts_with("TLS"),
+            "{tls}"
+        );
+        assert_eq!(tls["tls_verification"], verification, "{tls}");
+        let cells: Vec<_> = report["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["system"] == "chr")
+            .collect();
+        assert!(!cells.is_empty());
+        let labelled = |c: &&serde_json::Value| {
+            c["labels"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|l| l == "insecure-skip-verify"))
+        };
+        if verification == "verify-full" {
+            assert_eq!(
+                tls["tls_ca"],
+                std::env::var("FAIRBENCH_TEST_TLS_CA").unwrap()
+            );
+            assert!(!cells.iter().any(labelled), "no label when verified");
+        } else {
+            assert!(cells.iter().all(labelled), "every cell labelled");
+            assert!(
+                run.stderr.contains("--insecure-skip-verify"),
+                "{}",
+                run.stderr
+            );
+        }
+        common::testing::assert_no_secret(
+            &run.out,
+            &run.stdout,
+            run.stderr.as_bytes(),
+            CHROMA_TOKEN,
+        );
+    }
+}
+
+/// The wrong CA and a plaintext request to the TLS
+/// port: one line each, exit 2, no results folder, no token in it.
+#[test]
+fn chroma_over_https_refuses_a_bad_certificate_and_plaintext_in_one_line() {
+    let Some(url) = server_url("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
+        return;
+    };
+    let _servers = support::lock_servers();
+    let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
+    let plain = url.split_once('?').unwrap().0.to_owned();
+    for (target, says) in [
+        (
+            with_param(&url, "cacert", &wrong_ca),
+            "the certificate of 127.0.0.1 did not verify",
+        ),
+        (plain, "is this a TLS port?"),
+    ] {
+        let run = chroma_run(&target, &[]);
+        assert_eq!(run.code, Some(2), "{target}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{target}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(!run.stderr.contains(CHROMA_TOKEN), "{}", run.stderr);
+        assert!(!run.out.exists(), "nothing made: {target}");
     }
 }

@@ -130,7 +130,7 @@ pub fn storm_table(report: &Report) -> Option<Table> {
     if workloads.is_empty() {
         return None;
     }
-    let metrics: [Metric; 6] = [
+    let metrics: [Metric; 7] = [
         ("connections/s sustained (held at the end, idle)", &|c| {
             if c.status == Status::Refused {
                 return "refused".into();
@@ -148,6 +148,16 @@ pub fn storm_table(report: &Report) -> Option<Table> {
                 )
             })
         }),
+        (
+            "TLS handshake p50 / p99 (not in the CONNACK figures)",
+            &|c| {
+                let at = |k| figure(c, k).map(|v| format_latency_ns(v as u64));
+                match (at("tls_handshake_p50_ns"), at("tls_handshake_p99_ns")) {
+                    (Some(p50), Some(p99)) => format!("{p50} / {p99}"),
+                    _ => "–".into(),
+                }
+            },
+        ),
         ("broker RSS per connection", &|c| {
             figure(c, "broker_rss_per_conn_bytes").map_or("–".into(), |b| format_bytes(b as u64))
         }),

@@ -164,6 +164,9 @@ fn figures(
         "tcp_connect_p99_ns",
         percentiles(&r.tcp).map(|p| p.p99 as f64),
     );
+    let tls = percentiles(&r.tls_handshake);
+    put("tls_handshake_p50_ns", tls.map(|p| p.p50 as f64));
+    put("tls_handshake_p99_ns", tls.map(|p| p.p99 as f64));
     put(
         "broker_rss_per_conn_bytes",
         per(
@@ -222,6 +225,7 @@ fn detail(r: &StormResult, figures: &BTreeMap<&'static str, f64>) -> serde_json:
         "connack_latency_ns": percentiles(&r.connack.latency),
         "connack_service_ns": r.connack.service.as_ref().and_then(percentiles),
         "tcp_connect_ns": percentiles(&r.tcp),
+        "tls_handshake_ns": percentiles(&r.tls_handshake),
         "ping_rtt_ns": percentiles(&r.ping_rtt),
         "client_busy_share": r.lanes.busy_share,
     })

@@ -1,7 +1,11 @@
-//! Chroma over its HTTP API (v2), with `ureq` (one keep-alive connection per session): a
-//! collection with its HNSW parameters (space, max_neighbors = m, ef_construction, ef_search)
-//! set at creation and read back, the category as metadata (Chroma indexes every metadata key)
-//! and the filter as `where`.
+//! Chroma over its HTTP API (v2), with reqwest (one keep-alive connection per session), plain
+//! or https: `sslmode=require|verify-ca|verify-full` and `cacert=` in the URL (as CouchDB's),
+//! common's rustls configuration verified by default, a probe handshake in the connect phase
+//! recording the version and cipher; a token (`token=`/`api_key=`, `FAIRBENCH_API_KEY_<NAME>`,
+//! or the password sources) sent as `Authorization: Bearer`, a sensitive header. A collection
+//! has its HNSW parameters (space, max_neighbors = m, ef_construction, ef_search) set at
+//! creation and read back, the category as metadata (Chroma indexes every metadata key) and
+//! the filter as `where`.
 //!
 //! Chroma (1.5) stores a changed `ef_search` and reports it, but an HNSW index already loaded
 //! keeps the ef it was loaded with (hnswlib loads with its own default; chroma #2675, #2176):
@@ -15,109 +19,53 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use bytes::Bytes;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
 use serde_json::{Value, json};
 
+mod http;
+
+use http::{Access, Http, authorization, heartbeat};
+
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, VectorTarget,
+    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState, VectorTarget,
     check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{BlockingSearchSession, BlockingSearchers, Pass, Searchers, Work};
+use crate::session::{AsyncSearchers, Pass, SearchSession, Searchers, Work};
 use common::pool::Pool;
 use common::window::{WindowOutcome, WindowPlan};
 
-const TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_PORT: u16 = 8000;
 const MARKER_KEY: &str = "created_by";
 const MARKER: &str = "fairbench";
 /// The ef_search of the collection `build` makes (the build's own).
 const BUILD_EF: usize = 64;
+const URL_FORM: &str = "write it as chroma://HOST:PORT[?tenant=T&database=D&ef=rebuild|update\
+                        &sslmode=verify-full&cacert=CA.pem]";
 
-/// An HTTP client of one Chroma server and database.
-#[derive(Clone)]
-struct Http {
-    agent: ureq::Agent,
-    /// `http://host:port/api/v2/tenants/T/databases/D`
-    base: String,
-    root: String,
-}
-
-impl Http {
-    fn new(root: &str, tenant: &str, database: &str) -> Http {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(TIMEOUT))
-            .max_idle_connections_per_host(1)
-            .build();
-        Http {
-            agent: ureq::Agent::new_with_config(config),
-            base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
-            root: root.to_owned(),
-        }
-    }
-
-    /// Sends a request and returns the status and the JSON body.
-    fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, Value), String> {
-        let url = if path.starts_with("/api") {
-            format!("{}{path}", self.root)
-        } else {
-            format!("{}{path}", self.base)
-        };
-        let response = match (method, body) {
-            ("GET", _) => self.agent.get(&url).call(),
-            ("DELETE", _) => self.agent.delete(&url).call(),
-            ("PUT", Some(b)) => self
-                .agent
-                .put(&url)
-                .content_type("application/json")
-                .send(b),
-            (_, Some(b)) => self
-                .agent
-                .post(&url)
-                .content_type("application/json")
-                .send(b),
-            (_, None) => self.agent.post(&url).send_empty(),
-        };
-        let mut response = response.map_err(|e| format!("{method} {url}: {e}"))?;
-        let status = response.status().as_u16();
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_string()
-            .map_err(|e| format!("{method} {url}: reading the answer: {e}"))?;
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)
-                .map_err(|e| format!("{method} {url}: the answer is not JSON ({e}): {text:.200}"))?
-        };
-        Ok((status, value))
-    }
-
-    /// As [`Http::call`], failing on any status but 2xx with the server's message.
-    fn ok(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Value, String> {
-        let (status, value) = self.call(method, path, body)?;
-        if (200..300).contains(&status) {
-            Ok(value)
-        } else {
-            Err(format!(
-                "{method} {path}: HTTP {status}: {}",
-                value.get("message").and_then(Value::as_str).unwrap_or("")
-            ))
-        }
-    }
+/// `chroma://[USER[:TOKEN]@]HOST:PORT[?…]` → `HOST:PORT` and the query.
+fn authority_and_query(url: &str) -> (&str, &str) {
+    let rest = url.split_once("://").map_or("", |(_, r)| r);
+    let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = authority.trim_end_matches('/');
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    (authority, query)
 }
 
 pub struct ChromaTarget {
     identity: Identity,
     http: Http,
+    access: Access,
+    tls: TlsState,
     location: Location,
     /// Set ef by creating a collection per ef (true), or by changing the configuration.
     rebuild: bool,
@@ -125,21 +73,19 @@ pub struct ChromaTarget {
 }
 
 impl ChromaTarget {
-    /// `chroma://HOST:PORT…`, plaintext HTTP: a URL asking for TLS is refused in one line.
+    /// `chroma://HOST:PORT…`: https when the URL's `sslmode=` asks for TLS, after a probe
+    /// handshake that fails fast in one line; plaintext HTTP otherwise.
     pub async fn open(
         spec: &TargetSpec,
         reach: &Reach,
     ) -> Result<Box<dyn VectorTarget>, TargetError> {
-        reach.refuse_tls(spec, "TLS for Chroma is not supported yet")?;
-        let rest = spec.url.split_once("://").map_or("", |(_, r)| r);
-        let (host, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let host = host.trim_end_matches('/');
+        let url_error = |message: String| TargetError::Url {
+            url: spec.url_redacted(),
+            message: common::redact::redact_text(&message),
+        };
+        let (host, query) = authority_and_query(&spec.url);
         if host.is_empty() {
-            return Err(TargetError::Url {
-                url: spec.url_redacted(),
-                message: "write it as chroma://HOST:PORT[?tenant=T&database=D&ef=rebuild|update]"
-                    .into(),
-            });
+            return Err(url_error(URL_FORM.into()));
         }
         let param = |key: &str, default: &str| {
             query
@@ -153,55 +99,50 @@ impl ChromaTarget {
             "rebuild" => true,
             "update" => false,
             other => {
-                return Err(TargetError::Url {
-                    url: spec.url_redacted(),
-                    message: format!(
-                        "ef={other}: use ef=rebuild (a collection per ef, the default) or ef=update"
-                    ),
-                });
+                return Err(url_error(format!(
+                    "ef={other}: use ef=rebuild (a collection per ef, the default) or ef=update"
+                )));
             }
         };
+        let settings = reach.tls(spec)?;
+        let authorization = authorization(spec, reach).map_err(url_error)?;
+        let tls = TlsState::probe(settings.clone(), &spec.url, Some(DEFAULT_PORT)).await?;
+        let access = Access {
+            tls: match settings.uses_tls() {
+                true => Some(settings.client_config()?),
+                false => None,
+            },
+            authorization,
+        };
+        let scheme = if settings.uses_tls() { "https" } else { "http" };
         let http = Http::new(
-            &format!("http://{host}"),
+            &format!("{scheme}://{host}"),
             &param("tenant", "default_tenant"),
             &param("database", "default_database"),
-        );
-        let probe = http.clone();
-        let alive = tokio::task::spawn_blocking(move || probe.ok("GET", "/api/v2/heartbeat", None))
-            .await
-            .map_err(|e| TargetError::Other(e.to_string()))?;
-        if let Err(message) = alive {
-            return Err(identity.connect_error(format!(
-                "{message} — is the server running? (scripts/services start)"
-            )));
-        }
+            &access,
+        )
+        .map_err(url_error)?;
+        heartbeat(&http, &identity, &settings.host, settings.uses_tls()).await?;
         Ok(Box::new(ChromaTarget {
             identity,
             http,
+            access,
+            tls,
             location: location_of_host(host_of(host)),
             rebuild,
             batch: 1000,
         }))
     }
 
-    /// Runs a blocking HTTP exchange off the runtime's workers.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(Http) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, TargetError> {
-        let http = self.http.clone();
-        tokio::task::spawn_blocking(move || work(http))
-            .await
-            .map_err(|e| self.identity.query_error(e))?
-            .map_err(|e| self.identity.query_error(e))
+    /// A control-path answer, or the system's error.
+    fn answer<T>(&self, result: Result<T, String>) -> Result<T, TargetError> {
+        result.map_err(|e| self.identity.query_error(e))
     }
 
     /// The collection named `name`, or `None` when there is none.
     async fn collection(&self, name: &str) -> Result<Option<Value>, TargetError> {
         let path = format!("/collections/{name}");
-        let (status, value) = self
-            .blocking(move |http| http.call("GET", &path, None))
-            .await?;
+        let (status, value) = self.answer(self.http.call("GET", &path, None).await)?;
         match status {
             200 => Ok(Some(value)),
             404 => Ok(None),
@@ -250,8 +191,8 @@ fn add_body(data: &Dataset, start: usize, end: usize) -> String {
 
 /// Creates collection `name` (marked as fairbench's) with the HNSW parameters of `spec` and
 /// `ef_search`, and adds every row in batches no larger than the server allows; returns its id
-/// and the batch size used. Blocking.
-fn fill(
+/// and the batch size used.
+async fn fill(
     http: &Http,
     name: &str,
     spec: &IndexSpec,
@@ -271,31 +212,30 @@ fn fill(
         }},
     })
     .to_string();
-    let created = http.ok("POST", "/collections", Some(create.as_bytes()))?;
+    let created = http.ok("POST", "/collections", Some(create.into())).await?;
     let id = created["id"]
         .as_str()
         .ok_or("creating the collection returned no id")?
         .to_owned();
-    let limit = http.ok("GET", "/api/v2/pre-flight-checks", None)?["max_batch_size"]
+    let limit = http.ok("GET", "/api/v2/pre-flight-checks", None).await?["max_batch_size"]
         .as_u64()
         .map_or(batch, |m| m as usize);
     let batch = batch.min(limit).max(1);
     for start in (0..data.rows()).step_by(batch) {
         let end = (start + batch).min(data.rows());
         let body = add_body(data, start, end);
-        http.ok(
-            "POST",
-            &format!("/collections/{id}/add"),
-            Some(body.as_bytes()),
-        )?;
+        http.ok("POST", &format!("/collections/{id}/add"), Some(body.into()))
+            .await?;
         done.fetch_add((end - start) as u64, Ordering::Relaxed);
     }
     Ok((id, batch))
 }
 
 /// Deletes fairbench's collection `name` if it is there.
-fn delete(http: &Http, name: &str) -> Result<(), String> {
-    let (status, value) = http.call("DELETE", &format!("/collections/{name}"), None)?;
+async fn delete(http: &Http, name: &str) -> Result<(), String> {
+    let (status, value) = http
+        .call("DELETE", &format!("/collections/{name}"), None)
+        .await?;
     if (200..300).contains(&status)
         || status == 404
         || value.get("error").is_some_and(|e| e == "NotFoundError")
@@ -320,12 +260,9 @@ impl VectorTarget for ChromaTarget {
 
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
-            let version = self
-                .blocking(|http| http.ok("GET", "/api/v2/version", None))
-                .await?;
-            let checks = self
-                .blocking(|http| http.ok("GET", "/api/v2/pre-flight-checks", None))
-                .await?;
+            let version = self.answer(self.http.ok("GET", "/api/v2/version", None).await)?;
+            let checks =
+                self.answer(self.http.ok("GET", "/api/v2/pre-flight-checks", None).await)?;
             let mut settings = BTreeMap::new();
             settings.insert(
                 "max_batch_size".into(),
@@ -342,6 +279,10 @@ impl VectorTarget for ChromaTarget {
                 data_dir: None,
             })
         })
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn offer(&self, variant: Variant) -> Result<String, String> {
@@ -381,14 +322,11 @@ impl VectorTarget for ChromaTarget {
             let name = spec.collection();
             if self.collection(&name).await?.is_some() {
                 let path = format!("/collections/{name}");
-                self.blocking(move |http| http.ok("DELETE", &path, None))
-                    .await?;
+                self.answer(self.http.ok("DELETE", &path, None).await)?;
             }
             let began = Instant::now();
-            let (id, batch) = tokio::task::block_in_place(|| {
-                fill(&self.http, &name, spec, BUILD_EF, data, batch, done)
-            })
-            .map_err(|e| self.identity.query_error(e))?;
+            let filled = fill(&self.http, &name, spec, BUILD_EF, data, batch, done).await;
+            let (id, batch) = self.answer(filled)?;
             self.batch = batch;
             let insert_s = began.elapsed().as_secs_f64();
             let probe = json!({
@@ -398,9 +336,7 @@ impl VectorTarget for ChromaTarget {
             })
             .to_string();
             let path = format!("/collections/{id}/query");
-            let answer = self
-                .blocking(move |http| http.ok("POST", &path, Some(probe.as_bytes())))
-                .await?;
+            let answer = self.answer(self.http.ok("POST", &path, Some(probe.into())).await)?;
             if answer["ids"][0].as_array().is_none_or(Vec::is_empty) {
                 return Err(self
                     .identity
@@ -441,9 +377,7 @@ impl VectorTarget for ChromaTarget {
             out.insert("dimensions".into(), text(&collection["dimension"]));
             let id = text(&collection["id"]);
             let path = format!("/collections/{id}/count");
-            let count = self
-                .blocking(move |http| http.ok("GET", &path, None))
-                .await?;
+            let count = self.answer(self.http.ok("GET", &path, None).await)?;
             out.insert("rows".into(), text(&count));
             out.insert(
                 "payload_index".into(),
@@ -467,22 +401,21 @@ impl VectorTarget for ChromaTarget {
             })?;
             let id = collection["id"].as_str().unwrap_or_default().to_owned();
             let root = self.http.clone();
+            let access = self.access.clone();
             let update = !self.rebuild;
             let connect: Connector<ChromaSession> = Arc::new(move || {
-                let http = Http::new(&root.root, "", "");
-                let mut session = ChromaSession {
-                    http: Http {
-                        base: root.base.clone(),
-                        ..http
-                    },
+                let mut session = root.fresh(&access).map(|http| ChromaSession {
+                    http,
                     query_path: String::new(),
                     config_path: String::new(),
                     name: String::new(),
                     update,
                     bodies: Arc::new(Vec::new()),
-                };
-                session.point_at(&name, &id);
-                Box::pin(async move { Ok(session) })
+                });
+                if let Ok(session) = &mut session {
+                    session.point_at(&name, &id);
+                }
+                Box::pin(async move { session })
             });
             let pool = Pool::open(sessions, connect)
                 .await
@@ -497,7 +430,7 @@ impl VectorTarget for ChromaTarget {
                 },
             );
             let searchers = ChromaSearchers {
-                inner: BlockingSearchers { pool },
+                inner: AsyncSearchers { pool },
                 http: self.http.clone(),
                 spec: spec.clone(),
                 batch: self.batch,
@@ -514,7 +447,7 @@ impl VectorTarget for ChromaTarget {
         Box::pin(async move {
             self.check(spec).await?;
             let name = spec.collection();
-            self.blocking(move |http| delete(&http, &name)).await
+            self.answer(delete(&self.http, &name).await)
         })
     }
 }
@@ -527,7 +460,7 @@ pub struct ChromaSession {
     name: String,
     /// Change the collection's ef_search at each point (else the collection was made with it).
     update: bool,
-    bodies: Arc<Vec<Vec<u8>>>,
+    bodies: Arc<Vec<Bytes>>,
 }
 
 impl ChromaSession {
@@ -539,17 +472,19 @@ impl ChromaSession {
     }
 }
 
-impl BlockingSearchSession for ChromaSession {
-    fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
+impl SearchSession for ChromaSession {
+    async fn prepare(&mut self, work: &Arc<Work>) -> Result<String, String> {
         if self.update {
             let update =
                 json!({ "new_configuration": { "hnsw": { "ef_search": work.ef } } }).to_string();
             self.http
-                .ok("PUT", &self.config_path, Some(update.as_bytes()))?;
+                .ok("PUT", &self.config_path, Some(update.into()))
+                .await?;
         }
         let collection = self
             .http
-            .ok("GET", &format!("/collections/{}", self.name), None)?;
+            .ok("GET", &format!("/collections/{}", self.name), None)
+            .await?;
         let filter = work.category.map(|c| json!({ "category": c }));
         self.bodies = Arc::new(
             (0..work.query_count())
@@ -562,18 +497,24 @@ impl BlockingSearchSession for ChromaSession {
                     if let Some(filter) = &filter {
                         body["where"] = filter.clone();
                     }
-                    body.to_string().into_bytes()
+                    Bytes::from(body.to_string())
                 })
                 .collect(),
         );
         Ok(collection["configuration_json"]["hnsw"]["ef_search"].to_string())
     }
 
-    fn search(&mut self, _work: &Work, query: usize, out: &mut Vec<u64>) -> Result<(), OpError> {
-        let body = &self.bodies[query];
+    async fn search(
+        &mut self,
+        _work: &Work,
+        query: usize,
+        out: &mut Vec<u64>,
+    ) -> Result<(), OpError> {
+        let body = self.bodies[query].clone();
         let (status, answer) = self
             .http
             .call("POST", &self.query_path, Some(body))
+            .await
             .map_err(OpError::Failed)?;
         if status != 200 {
             return Err(OpError::Failed(format!(
@@ -597,7 +538,7 @@ impl BlockingSearchSession for ChromaSession {
 /// Chroma's sessions, with the collection each ef point searches: in rebuild mode, one
 /// created with that ef_search and filled with every row before the point's clock starts.
 struct ChromaSearchers {
-    inner: BlockingSearchers<ChromaSession>,
+    inner: AsyncSearchers<ChromaSession>,
     http: Http,
     spec: IndexSpec,
     batch: usize,
@@ -611,10 +552,10 @@ struct ChromaSearchers {
 impl ChromaSearchers {
     /// Creates and fills the collection of `ef`, drops the previous per-ef one, and points
     /// every session at it.
-    fn rebuild_for(&mut self, work: &Work) -> Result<(), String> {
+    async fn rebuild_for(&mut self, work: &Work) -> Result<(), String> {
         let name = ef_collection(&self.spec, work.ef);
         let began = Instant::now();
-        delete(&self.http, &name)?;
+        delete(&self.http, &name).await?;
         let (id, _) = fill(
             &self.http,
             &name,
@@ -623,9 +564,10 @@ impl ChromaSearchers {
             &work.data,
             self.batch,
             &AtomicU64::new(0),
-        )?;
+        )
+        .await?;
         if let Some(previous) = self.current.replace(name.clone()) {
-            delete(&self.http, &previous)?;
+            delete(&self.http, &previous).await?;
         }
         for session in self.inner.pool.sessions_mut() {
             session.point_at(&name, &id);
@@ -644,8 +586,13 @@ impl ChromaSearchers {
 impl Drop for ChromaSearchers {
     fn drop(&mut self) {
         // The per-ef collection goes with the sessions; the build's own is dropped by the target.
-        if let Some(name) = self.current.take() {
-            let _ = delete(&self.http, &name);
+        // Drop cannot await: the runtime's handle runs the request from this worker thread
+        // (vector-bench's runtime is multi-threaded).
+        if let Some(name) = self.current.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let http = self.http.clone();
+            let _ = tokio::task::block_in_place(|| runtime.block_on(delete(&http, &name)));
         }
     }
 }
@@ -654,7 +601,7 @@ impl Searchers for ChromaSearchers {
     fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
             if self.rebuild && work.ef != self.current_ef {
-                tokio::task::block_in_place(|| self.rebuild_for(work))?;
+                self.rebuild_for(work).await?;
             }
             self.inner.prepare(work).await
         })

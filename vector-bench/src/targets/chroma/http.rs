@@ -1,0 +1,213 @@
+//! Chroma's HTTP client: one reqwest client per session (one keep-alive connection), plain or
+//! https with the system's one rustls configuration, the token as a sensitive
+//! `Authorization: Bearer` header, and the connect phase's first request, whose failures
+//! (TLS, refused, plaintext to a TLS port, a token wanted) are one line each.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::options::TargetSpec;
+use common::tls::rustls::ClientConfig;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::{Client, Method};
+use serde_json::Value;
+
+use super::{Identity, Reach, TargetError};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How every client of one server is made: its TLS configuration and its token.
+#[derive(Clone)]
+pub(super) struct Access {
+    /// The system's one TLS configuration (`None` = http://).
+    pub(super) tls: Option<Arc<ClientConfig>>,
+    /// `Authorization: Bearer …`, marked sensitive; `None` = no token.
+    pub(super) authorization: Option<HeaderValue>,
+}
+
+/// An HTTP client of one Chroma server and database.
+#[derive(Clone)]
+pub(super) struct Http {
+    client: Client,
+    /// `http[s]://host:port/api/v2/tenants/T/databases/D`
+    base: String,
+    root: String,
+}
+
+/// Every cause of `error`, joined: reqwest's own line names only the request.
+pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let _ = write!(text, ": {cause}");
+        next = cause.source();
+    }
+    text
+}
+
+impl Http {
+    pub(super) fn new(
+        root: &str,
+        tenant: &str,
+        database: &str,
+        access: &Access,
+    ) -> Result<Http, String> {
+        let mut builder = Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .pool_idle_timeout(None::<Duration>)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(TIMEOUT)
+            .user_agent(concat!("vector-bench/", env!("CARGO_PKG_VERSION")));
+        if let Some(config) = &access.tls {
+            builder = builder.tls_backend_preconfigured((**config).clone());
+        }
+        if let Some(value) = &access.authorization {
+            builder =
+                builder.default_headers(HeaderMap::from_iter([(AUTHORIZATION, value.clone())]));
+        }
+        Ok(Http {
+            client: builder.build().map_err(|e| chain(&e))?,
+            base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
+            root: root.to_owned(),
+        })
+    }
+
+    /// The same server and credentials on a connection of its own.
+    pub(super) fn fresh(&self, access: &Access) -> Result<Http, String> {
+        Ok(Http {
+            base: self.base.clone(),
+            ..Http::new(&self.root, "", "", access)?
+        })
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
+        if path.starts_with("/api") {
+            format!("{}{path}", self.root)
+        } else {
+            format!("{}{path}", self.base)
+        }
+    }
+
+    /// Sends a request; the client's own error when it got no answer.
+    pub(super) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let method = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(body) = body {
+            request = request.header(CONTENT_TYPE, "application/json").body(body);
+        }
+        request.send().await
+    }
+
+    /// Sends a request and returns the status and the JSON body.
+    pub(super) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<(u16, Value), String> {
+        let url = self.url(path);
+        let response = self
+            .send(method, path, body)
+            .await
+            .map_err(|e| format!("{method} {url}: {}", chain(&e)))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| format!("{method} {url}: reading the answer: {}", chain(&e)))?;
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| {
+                let text = String::from_utf8_lossy(&bytes);
+                format!("{method} {url}: the answer is not JSON ({e}): {text:.200}")
+            })?
+        };
+        Ok((status, value))
+    }
+
+    /// As [`Http::call`], failing on any status but 2xx with the server's message.
+    pub(super) async fn ok(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<Value, String> {
+        let (status, value) = self.call(method, path, body).await?;
+        if (200..300).contains(&status) {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{method} {path}: HTTP {status}: {}",
+                value.get("message").and_then(Value::as_str).unwrap_or("")
+            ))
+        }
+    }
+}
+
+/// The `Authorization` header of `spec`'s token: its API key or token (URL or variable), else
+/// its password (URL, `--password-file`, `FAIRBENCH_PASSWORD_<NAME>`).
+pub(super) fn authorization(
+    spec: &TargetSpec,
+    reach: &Reach,
+) -> Result<Option<HeaderValue>, String> {
+    let Some((token, _)) = reach
+        .secrets
+        .api_key(spec)
+        .or_else(|| reach.secrets.password(spec))
+    else {
+        return Ok(None);
+    };
+    let mut header = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        .map_err(|_| "the token is not valid in an HTTP header".to_owned())?;
+    header.set_sensitive(true);
+    Ok(Some(header))
+}
+
+/// The connect phase's first request: a TLS failure, a refused connection or a plaintext
+/// request to a TLS port becomes one line that says what to change.
+pub(super) async fn heartbeat(
+    http: &Http,
+    identity: &Identity,
+    host: &str,
+    tls: bool,
+) -> Result<(), TargetError> {
+    let path = "/api/v2/heartbeat";
+    let response = http.send("GET", path, None).await.map_err(|e| {
+        if let Some(tls) = common::tls::explain(&e, host) {
+            return identity.connect_error(tls);
+        }
+        let text = chain(&e);
+        let hint = if text.contains("refused") {
+            " — is the server running? (scripts/services start)"
+        } else if !tls && (e.is_request() || text.contains("closed") || text.contains("reset")) {
+            " — is this a TLS port? (add sslmode=verify-full and cacert= to the URL)"
+        } else {
+            ""
+        };
+        identity.connect_error(format!("GET {path}: {text}{hint}"))
+    })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let auth = matches!(status.as_u16(), 401 | 403);
+    Err(identity.connect_error(format!(
+        "GET {path}: HTTP {status}{}",
+        if auth {
+            " — the server wants a token: token= in the URL or FAIRBENCH_API_KEY_<NAME>"
+        } else {
+            ""
+        }
+    )))
+}
