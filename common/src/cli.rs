@@ -52,6 +52,11 @@ pub fn run_tooling(tooling: &Tooling, tool: &str, report: &dyn ToolReport) -> an
             let default_id = format!("{}-{now}", args.name.as_deref().unwrap_or(tool));
             let yaml = crate::scale::manifest::render(args, tool, &default_id)
                 .map_err(anyhow::Error::msg)?;
+            // The tool's own refusals of worker mode: pods that would all exit 2 are no run.
+            let worker_args = crate::scale::manifest::worker_args(args, tool, &default_id);
+            report
+                .refuse_workers(&worker_args)
+                .map_err(anyhow::Error::msg)?;
             print!("{yaml}");
             Ok(Exit::AllOk)
         }

@@ -51,10 +51,11 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .unwrap_or(1);
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let options = serde_json::to_value(opts)?;
-    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
-        Ok(worker) => worker,
-        Err(e) => return Err(lifecycle.abandon(e.into())),
-    };
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let connected = systems::connect_all(
         &specs,
         opts.common.reference.as_deref(),
@@ -135,7 +136,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         window_number += 1;
         if !b.is_live() || systems[si].workers.is_none() {
             if let Err(e) = meet_unmeasured(&mut worker, &plan.workloads[wi]).await {
-                return Err(stopped(run, &worker, &mut builders, &plan, e));
+                return stopped(run, &worker, &mut builders, &plan, e);
             }
             continue;
         }
@@ -156,14 +157,14 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             worker: &mut worker,
         };
         if let Err(e) = one_window(&shared, slot).await {
-            return Err(stopped(run, &worker, &mut builders, &plan, e));
+            return stopped(run, &worker, &mut builders, &plan, e);
         }
         run.report.worker = worker.info();
         run.record(finish_cell(b, &plan.workloads[wi], results_sums[wi][si]))?;
     }
     // Worker 0 cleans up only once every worker is done with its last window.
     if let Err(e) = worker.sync(0).await {
-        return Err(stopped(run, &worker, &mut builders, &plan, e));
+        return stopped(run, &worker, &mut builders, &plan, e);
     }
     run.report.worker = worker.info();
     floor_notes(&mut run.report, &systems);
@@ -191,14 +192,15 @@ async fn meet_unmeasured(
 }
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, and the
-/// error (exit 3) goes back with results.json written.
+/// error (exit 3) goes back with results.json written; or, when a worker was interrupted,
+/// the run ends as an interrupted one.
 fn stopped(
     run: Recording,
     worker: &Worker,
     builders: &mut [Vec<Option<Builder>>],
     plan: &crate::plan::Plan,
     error: BarrierError,
-) -> anyhow::Error {
+) -> anyhow::Result<Summary> {
     let mut unfinished = Vec::new();
     for (wi, row) in builders.iter_mut().enumerate() {
         for b in row.iter_mut().flatten() {
@@ -206,7 +208,7 @@ fn stopped(
             unfinished.push(finish_cell(b, &plan.workloads[wi], 0));
         }
     }
-    run.stopped_at_barrier(unfinished, worker.info(), error)
+    run.stopped_at_barrier(unfinished, worker.info(), error, &GeoReport)
 }
 
 /// Removes fairbench's data from every system it prepared, unless asked to keep it.

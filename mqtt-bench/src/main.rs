@@ -2,9 +2,5 @@
 //! chain on one line on failure.
 
 fn main() -> std::process::ExitCode {
-    common::cli::main(
-        mqtt_bench::EXAMPLES,
-        mqtt_bench::run,
-        &mqtt_bench::report::MqttReport,
-    )
+    common::cli::main(mqtt_bench::EXAMPLES, mqtt_bench::run, &mqtt_bench::TOOLING)
 }

@@ -28,25 +28,33 @@ const TOOL: Tool = Tool {
     suite: "brokers",
 };
 
-/// Runs every chosen scenario against every system. Bad input fails before anything is sent.
-/// With several workers this one joins the start barrier before reaching any broker, takes
-/// its share of every quantity, opens every window at the barrier and meets the others once
-/// more when it is done.
-pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+/// Every input checked before anything is sent or raised (what `k8s-manifest` checks too):
+/// the options with the brokers as targets, the targets and this worker's segment.
+pub fn check(opts: Opts) -> anyhow::Result<(Opts, Vec<TargetSpec>, Segment)> {
     let opts = opts.with_brokers_as_targets();
     opts.validate()?;
     let specs = systems::specs(&opts.common.targets)?;
     let segment =
         Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
     workers::check(&opts, &specs, segment)?;
+    Ok((opts, specs, segment))
+}
+
+/// Runs every chosen scenario against every system. Bad input fails before anything is sent.
+/// With several workers this one joins the start barrier before reaching any broker, takes
+/// its share of every quantity, opens every window at the barrier and meets the others once
+/// more when it is done.
+pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let (opts, specs, segment) = check(opts)?;
     let rows = workloads::rows(&opts);
     let fd = plan(&opts, &rows, &specs, segment)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, &opts, interrupt)?;
     let options = serde_json::to_value(&opts)?;
-    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
-        Ok(worker) => worker,
-        Err(e) => return Err(lifecycle.abandon(e.into())),
-    };
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let run_id = opts.common.run_id.as_deref().unwrap_or_default();
     let run_tag = measure::run_tag(worker.is_part().then_some((run_id, segment.index)));
     let access = crate::targets::Reach::of(&lifecycle, &opts.common);
@@ -109,7 +117,7 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
             windows.gate.close().await
         };
         if let Some(e) = stop {
-            return Err(workers::stopped(run, &windows.gate.worker, &mut slots, e));
+            return workers::stopped(run, &windows.gate.worker, &mut slots, e);
         }
         run.report.worker = windows.gate.worker.info();
         run.record(slots[row][system].cell())?;
@@ -117,7 +125,7 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
     let mut worker = windows.gate.worker;
     // The last meeting: every worker is done with its last window.
     if let Err(e) = worker.sync(0).await {
-        return Err(workers::stopped(run, &worker, &mut slots, e));
+        return workers::stopped(run, &worker, &mut slots, e);
     }
     run.report.worker = worker.info();
     run.report

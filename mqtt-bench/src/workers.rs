@@ -65,13 +65,15 @@ pub fn check(opts: &Opts, specs: &[TargetSpec], segment: Segment) -> anyhow::Res
 }
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, the worker
-/// block records the failure, results.json is written, and the error (exit 3) goes back.
+/// block records the failure, results.json is written, and the error (exit 3) goes back; or,
+/// when a worker was interrupted, the run ends as an interrupted one (see
+/// [`Recording::stopped_at_barrier`]).
 pub fn stopped(
     run: Recording,
     worker: &Worker,
     slots: &mut [Vec<Slot>],
     error: BarrierError,
-) -> anyhow::Error {
+) -> anyhow::Result<common::run::Summary> {
     let unfinished = slots
         .iter_mut()
         .flatten()
@@ -80,7 +82,7 @@ pub fn stopped(
             slot.cell()
         })
         .collect();
-    run.stopped_at_barrier(unfinished, worker.info(), error)
+    run.stopped_at_barrier(unfinished, worker.info(), error, &crate::report::MqttReport)
 }
 
 #[cfg(test)]

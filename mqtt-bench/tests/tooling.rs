@@ -1,5 +1,6 @@
 //! `mqtt-bench compare` and `mqtt-bench report` on two real runs of the binary with no subcommand
-//! (the embedded broker, three short rounds each), and the report of a real run rendered in chromium.
+//! (the embedded broker, three short rounds each), the report of a real run rendered in chromium,
+//! and what `k8s-manifest` refuses.
 
 use common::testing::tooling::Tool;
 
@@ -13,4 +14,28 @@ fn two_real_runs_compare_and_one_reports_and_renders() {
         ..Tool::default()
     }
     .assert_two_runs(dir.path());
+}
+
+/// A manifest for the default scenarios (one topic each) or an unnamed broker, whose pods would
+/// all exit 2, is refused with the run's own line; one of the scenarios that split is printed.
+#[test]
+fn k8s_manifest_refuses_what_worker_mode_cannot_split_with_the_runs_own_line() {
+    let manifest = |args: &[&str]| {
+        common::testing::tooling::manifest("mqtt-bench", &mqtt_bench::TOOLING, args)
+    };
+    let broker = ["--broker", "mosquitto=mqtt://broker.example:1883"];
+    let error = format!("{:#}", manifest(&broker).unwrap_err());
+    assert!(
+        error
+            .contains("scenario has one topic, whose publisher and subscribers stay on one worker"),
+        "{error}"
+    );
+    let split = ["--scenarios", "connect,idle,many-to-many"];
+    let unnamed = ["--broker", "mqtt://broker.example:1883", split[0], split[1]];
+    let error = format!("{:#}", manifest(&unnamed).unwrap_err());
+    assert!(
+        error.contains("name every broker (--broker NAME=URL)"),
+        "{error}"
+    );
+    assert!(manifest(&[&broker[..], &split[..]].concat()).is_ok());
 }

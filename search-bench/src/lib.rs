@@ -35,6 +35,18 @@ pub const EXAMPLES: &str = "Examples:
   search-bench compare results/before results/after --fail-on regression
       every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
 
+/// What the tooling subcommands render with, and `k8s-manifest`'s check of a worker's
+/// arguments: the run's own checks of worker mode, before anything is touched.
+pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::WithWorkerCheck {
+    report: &report::SearchReport,
+    check: refuse_workers,
+};
+
+fn refuse_workers(args: &[String]) -> Result<(), String> {
+    let opts: Opts = common::export::parse_worker_args("search-bench", args)?;
+    run::check(&opts).map(drop).map_err(|e| format!("{e:#}"))
+}
+
 /// Runs the suite on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {
     common::run::block_on("search-bench", None, move |i| async move {

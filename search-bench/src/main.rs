@@ -5,6 +5,6 @@ fn main() -> std::process::ExitCode {
     common::cli::main(
         search_bench::EXAMPLES,
         search_bench::run,
-        &search_bench::report::SearchReport,
+        &search_bench::TOOLING,
     )
 }

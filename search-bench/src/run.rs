@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use common::options::TargetSpec;
 use common::results::Status;
 use common::run::{Begin, Lifecycle, Summary, Tool};
 use common::scale::{BarrierError, Worker};
@@ -29,20 +30,28 @@ const TOOL: Tool = Tool {
 /// What was held equal for every engine.
 const SECTION: &str = "search workloads, one corpus, identical request bodies";
 
-/// Runs the suite. Bad input fails before any engine's data is touched, and leaves no folder.
-pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+/// Every input checked before anything is touched (what `k8s-manifest` checks too): the plan
+/// and the targets.
+pub fn check(opts: &Opts) -> anyhow::Result<(plan::Plan, Vec<TargetSpec>)> {
     let plan = plan::plan(opts)?;
     let specs = opts
         .common
         .targets_or(targets::DEFAULT_TARGET)
         .map_err(anyhow::Error::msg)?;
     scale::refuse(opts, &plan, &specs)?;
+    Ok((plan, specs))
+}
+
+/// Runs the suite. Bad input fails before any engine's data is touched, and leaves no folder.
+pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    let (plan, specs) = check(opts)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let options = serde_json::to_value(opts)?;
-    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
-        Ok(worker) => worker,
-        Err(e) => return Err(lifecycle.abandon(e.into())),
-    };
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let reach = targets::Reach::of(&lifecycle, &opts.common);
     let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
@@ -95,7 +104,7 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
     if state.worker.prepares() || state.plan.measures_ingest() {
         match ingest::ingest(state).await {
             Ok(saved) => saved?,
-            Err(e) => return Err(stopped(state, e)),
+            Err(e) => return stopped(state, e),
         }
     }
     if state.run.interrupted() {
@@ -112,7 +121,7 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
         measure::open_searchers(state).await;
         match measure::queries(state).await {
             Ok(saved) => saved?,
-            Err(e) => return Err(stopped(state, e)),
+            Err(e) => return stopped(state, e),
         }
         if state.run.interrupted() {
             state.run.report.notes.push(
@@ -122,14 +131,27 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
     }
     // Worker 0 cleans up only once every worker is done with its last window.
     if let Err(e) = state.worker.sync(0).await {
-        return Err(stopped(state, e));
+        return stopped(state, e);
     }
     state.save()
 }
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, the worker
 /// block records the failure, results.json is written, and the error (exit 3) goes back.
-fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
+/// When a worker was interrupted, the run ends as an interrupted one instead: the cells as
+/// last recorded and a note naming the worker (the worker block still says why, so `merge`
+/// refuses the part), and the run goes on to its report.
+fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Result<()> {
+    if let BarrierError::Interrupted { worker, .. } = &error {
+        state
+            .run
+            .interrupt()
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        state.run.report.notes.push(format!(
+            "The run was interrupted: worker {worker} was interrupted (Ctrl-C) and stopped every worker at the next meeting; cells not measured in full say so."
+        ));
+        return state.save();
+    }
     for slot in state.slots.iter_mut().flatten() {
         slot.builder
             .mark(Status::Error, format!("stopped: {error}"));
@@ -140,9 +162,9 @@ fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Error {
         .notes
         .push(format!("The run stopped at the start barrier: {error}."));
     if let Err(e) = state.save() {
-        return e.context(error.to_string());
+        return Err(e.context(error.to_string()));
     }
-    error.into()
+    Err(error.into())
 }
 
 /// Drops search-bench's indexes, unless asked to keep them.

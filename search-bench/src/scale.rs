@@ -153,7 +153,9 @@ mod tests {
             "5s",
         ]);
         let options = serde_json::to_value(&opts).unwrap();
-        Worker::join(&opts.common, "test", &options).await.unwrap()
+        Worker::join(&opts.common, "test", &options, &Default::default())
+            .await
+            .unwrap()
     }
 
     fn builder() -> common::protocol::CellBuilder {

@@ -1,5 +1,6 @@
 //! `search-bench compare` and `search-bench report` on two real runs of the binary with no subcommand
-//! (an embedded tantivy index, three short rounds each), and the report of a real run rendered in chromium.
+//! (an embedded tantivy index, three short rounds each), the report of a real run rendered in chromium,
+//! and what `k8s-manifest` refuses.
 
 use common::testing::tooling::Tool;
 
@@ -12,4 +13,21 @@ fn two_real_runs_compare_and_one_reports_and_renders() {
         ..Tool::default()
     }
     .assert_two_runs(dir.path());
+}
+
+/// A manifest for the embedded tantivy default, whose pods would all exit 2, is refused with
+/// the run's own line; one for a server is printed.
+#[test]
+fn k8s_manifest_refuses_the_embedded_default_with_the_runs_own_line() {
+    let manifest = |args: &[&str]| {
+        common::testing::tooling::manifest("search-bench", &search_bench::TOOLING, args)
+    };
+    let error = format!("{:#}", manifest(&[]).unwrap_err());
+    assert!(
+        error.starts_with(
+            "--worker-count 2: `tantivy` is an embedded tantivy index inside each process"
+        ),
+        "{error}"
+    );
+    assert!(manifest(&["--target", "http://search.example:9200"]).is_ok());
 }

@@ -48,7 +48,20 @@ pub const APP_EXAMPLES: &str = "Examples:
 pub const REPORT: common::export::BySuite<'static> = common::export::BySuite(&[
     ("crud", &report::crud::CrudReport),
     ("app", &report::app::AppReport),
+    ("ycsb", &report::ycsb::YcsbReport),
 ]);
+
+/// What the tooling subcommands render with, and `k8s-manifest`'s check of a worker's
+/// arguments: the suite's own checks of worker mode, before anything is touched.
+pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::WithWorkerCheck {
+    report: &REPORT,
+    check: refuse_workers,
+};
+
+fn refuse_workers(args: &[String]) -> Result<(), String> {
+    let opts: Opts = common::export::parse_worker_args("sql-bench", args)?;
+    run::check(&opts).map_err(|e| format!("{e:#}"))
+}
 
 /// The command line: the suites with their examples, `compare` and `report` beside them.
 pub fn command() -> clap::Command {

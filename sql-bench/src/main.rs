@@ -8,6 +8,6 @@ fn main() -> std::process::ExitCode {
     let args = std::env::args_os();
     match parse_invocation(sql_bench::command(), args).unwrap_or_else(|e| e.exit()) {
         Invocation::Run(opts) => common::run::exit(sql_bench::run(opts)),
-        Invocation::Tooling(t) => exit(run_tooling(&t, "sql-bench", &sql_bench::REPORT)),
+        Invocation::Tooling(t) => exit(run_tooling(&t, "sql-bench", &sql_bench::TOOLING)),
     }
 }

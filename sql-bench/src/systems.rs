@@ -10,6 +10,24 @@ use common::target::{FromAfar, described_system};
 use crate::durability::{Check, Durability};
 use crate::targets::{self, Reach, Target};
 
+/// Several workers need a server they all reach: an embedded engine lives inside each
+/// worker's process. Refused from the targets alone, before anything is made or connected.
+pub fn refuse_embedded_workers(specs: &[TargetSpec], workers: u32) -> anyhow::Result<()> {
+    if workers <= 1 {
+        return Ok(());
+    }
+    if let Some(spec) = specs
+        .iter()
+        .find(|s| targets::EMBEDDED_SCHEMES.contains(&s.scheme()))
+    {
+        bail!(
+            "{}: an embedded engine lives inside each worker's process, so {workers} workers would measure {workers} separate databases; run several workers against a server",
+            spec.name.as_deref().unwrap_or(spec.scheme())
+        );
+    }
+    Ok(())
+}
+
 /// A system as connected and described, before any suite-specific preparation.
 pub struct Connected {
     pub target: Box<dyn Target>,

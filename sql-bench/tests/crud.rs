@@ -530,12 +530,21 @@ fn a_wrong_password_is_refused_with_the_server_message() {
     assert!(!out.exists());
 }
 
-/// Several workers of a crud run need a server they all reach and a connection each; the
-/// suites that do not run as workers say so. Each refusal is one line, and no folder is left.
+/// Several workers of a crud or ycsb run need a server they all reach and a connection each,
+/// and a ycsb workload that deletes runs on one machine; the suites that do not run as
+/// workers say so. Each refusal is one line, and no folder is left.
 #[test]
 fn worker_mode_refuses_an_embedded_engine_too_few_connections_and_the_other_suites() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
+    let deletes = dir.path().join("deletes.toml");
+    std::fs::write(
+        &deletes,
+        "description = \"reads and deletes\"\n[proportions]\nread = 0.9\ndelete = 0.1\n",
+    )
+    .unwrap();
+    let deletes = deletes.to_str().unwrap();
+    let server = ["--target", "postgres://fairbench@127.0.0.1:1/fairbench"];
     let barrier = format!("127.0.0.1:{}", common::testing::free_port());
     let workers = [
         "--worker-count",
@@ -545,7 +554,7 @@ fn worker_mode_refuses_an_embedded_engine_too_few_connections_and_the_other_suit
         "--run-id",
         "r1",
     ];
-    let cases: [(&str, Vec<&str>, &str); 3] = [
+    let cases: [(&str, Vec<&str>, &str); 6] = [
         (
             "crud",
             [
@@ -563,7 +572,27 @@ fn worker_mode_refuses_an_embedded_engine_too_few_connections_and_the_other_suit
         (
             "app",
             workers.to_vec(),
-            "sql-bench app does not run as several workers yet",
+            "sql-bench app times one client's requests, one at a time, over one data set, so 2 client machines would measure nothing one does not",
+        ),
+        (
+            "ycsb",
+            [&workers[..], &["--workload", "a"]].concat(),
+            "sqlite: an embedded engine lives inside each worker's process, so 2 workers would measure 2 separate databases",
+        ),
+        (
+            "ycsb",
+            [&workers[..], &server, &["--workload", deletes]].concat(),
+            "and its deletes take the oldest record of one sequence that 2 workers cannot share",
+        ),
+        (
+            "ycsb",
+            [
+                &workers[..],
+                &server,
+                &["--workload", "a", "--connections", "1"],
+            ]
+            .concat(),
+            "the load's 1 connection(s) cannot be shared by 2 workers",
         ),
     ];
     for (suite, extra, expected) in cases {

@@ -1,5 +1,6 @@
 //! `sql-bench compare` and `sql-bench report` on two real runs of the binary with no subcommand
-//! (the CRUD suite on an embedded SQLite file, three short rounds each), and the report of a real run rendered in chromium.
+//! (the CRUD suite on an embedded SQLite file, three short rounds each), the report of a real run rendered in
+//! chromium, and what `k8s-manifest` refuses.
 
 use common::testing::tooling::Tool;
 
@@ -13,4 +14,46 @@ fn two_real_runs_compare_and_one_reports_and_renders() {
         ..Tool::default()
     }
     .assert_two_runs(dir.path());
+}
+
+/// `k8s-manifest` with the benchmark's arguments after `--` and `--workers 2`.
+fn manifest(args: &[&str]) -> anyhow::Result<common::exit::Exit> {
+    common::testing::tooling::manifest("sql-bench", &sql_bench::TOOLING, args)
+}
+
+/// A manifest whose pods would all exit 2 is refused with the line the suite's run refuses
+/// with (checked as the run checks, before anything is touched: no server is reached here).
+#[test]
+fn k8s_manifest_refuses_what_the_suite_refuses_with_its_own_line() {
+    let embedded = "sqlite: an embedded engine lives inside each worker's process, so 2 workers would measure 2 separate databases";
+    for (args, expected) in [
+        (vec!["crud", "--workloads", "read-4c"], embedded),
+        (vec!["ycsb", "--workload", "a"], embedded),
+        (
+            vec![
+                "crud",
+                "--target",
+                "postgres://db.example/b",
+                "--workloads",
+                "write-1c",
+            ],
+            "write 1c: 1 connection(s) cannot be shared by 2 workers",
+        ),
+        (
+            vec!["crud", "--rounds", "x"],
+            "invalid value 'x' for '--rounds",
+        ),
+    ] {
+        let error = format!("{:#}", manifest(&args).unwrap_err());
+        assert!(error.contains(expected), "{args:?}: {error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+    }
+    let valid = [
+        "crud",
+        "--target",
+        "postgres://db.example/b",
+        "--workloads",
+        "read-4c",
+    ];
+    assert!(manifest(&valid).is_ok());
 }

@@ -55,10 +55,11 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     }
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let options = serde_json::to_value(opts)?;
-    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
-        Ok(worker) => worker,
-        Err(e) => return Err(lifecycle.abandon(e.into())),
-    };
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let reach = Reach::of(&lifecycle, &opts.common);
     let prepared = match prepare(opts, &plan, &reach, lifecycle.progress(), &worker).await {
         Ok(prepared) => prepared,
@@ -117,10 +118,10 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         anyhow::Ok(())
     };
     if let Err(e) = measured.await {
-        return Err(match e.downcast::<BarrierError>() {
+        return match e.downcast::<BarrierError>() {
             Ok(error) => stopped(run, &worker, error),
-            Err(e) => e,
-        });
+            Err(e) => Err(e),
+        };
     }
     run.report.worker = worker.info();
     if worker.prepares()
@@ -197,8 +198,9 @@ async fn measure(
 }
 
 /// The run stopped at the barrier: every cell not measured in full says why, and the error
-/// (the barrier's exit code) goes back with results.json written.
-fn stopped(run: Recording, worker: &Worker, error: BarrierError) -> anyhow::Error {
+/// (the barrier's exit code) goes back with results.json written; or, when a worker was
+/// interrupted, the run ends as an interrupted one.
+fn stopped(run: Recording, worker: &Worker, error: BarrierError) -> anyhow::Result<Summary> {
     let unfinished = run
         .report
         .cells
@@ -213,7 +215,7 @@ fn stopped(run: Recording, worker: &Worker, error: BarrierError) -> anyhow::Erro
             cell
         })
         .collect();
-    run.stopped_at_barrier(unfinished, worker.info(), error)
+    run.stopped_at_barrier(unfinished, worker.info(), error, &VectorReport)
 }
 
 /// Connects and describes every system, loads the data, checks every namespace, and settles

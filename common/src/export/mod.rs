@@ -67,6 +67,66 @@ pub trait ToolReport: Sync {
     /// part (`parts`, in worker-index order, each cell at the same place as in `merged`). The
     /// default keeps worker 0's, as `merged` already has them.
     fn merge_extras(&self, _parts: &[&Report], _merged: &mut Report) {}
+
+    /// `k8s-manifest`: the tool's own worker-mode check of the arguments every worker gets
+    /// (the benchmark's, then the worker flags the manifest sets), as its run checks them
+    /// before anything is touched; `Err` is the one line the run would refuse with. The
+    /// default accepts (a tool whose runs need no check beyond `WORKER_TOOLS`).
+    fn refuse_workers(&self, _worker_args: &[String]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A tool's report with its worker-mode check ([`ToolReport::refuse_workers`]): what a tool
+/// whose runs refuse some worker arguments hands its tooling subcommands.
+#[derive(Clone, Copy)]
+pub struct WithWorkerCheck<'a> {
+    pub report: &'a dyn ToolReport,
+    /// Parses the worker's arguments as the tool does and runs the run's own check.
+    pub check: fn(&[String]) -> Result<(), String>,
+}
+
+impl ToolReport for WithWorkerCheck<'_> {
+    fn judge(&self, report: &Report) -> Judgement {
+        self.report.judge(report)
+    }
+
+    fn tables(&self, report: &Report) -> Vec<Table> {
+        self.report.tables(report)
+    }
+
+    fn terminal(&self, report: &Report) -> String {
+        self.report.terminal(report)
+    }
+
+    fn markdown(&self, report: &Report) -> String {
+        self.report.markdown(report)
+    }
+
+    fn charts(&self, report: &Report) -> Vec<(String, String)> {
+        self.report.charts(report)
+    }
+
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
+        self.report.merge_extras(parts, merged);
+    }
+
+    fn refuse_workers(&self, worker_args: &[String]) -> Result<(), String> {
+        (self.check)(worker_args)
+    }
+}
+
+/// Parses `args` (without the program's name) as tool `name`'s options `P`; a parse error
+/// is its first line, as a run would print it.
+pub fn parse_worker_args<P: clap::Parser>(name: &str, args: &[String]) -> Result<P, String> {
+    P::try_parse_from(std::iter::once(name.to_owned()).chain(args.iter().cloned())).map_err(|e| {
+        let text = e.to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_owned()
+    })
 }
 
 /// The tables every tool shares and nothing more.

@@ -250,13 +250,26 @@ impl Recording {
 
     /// The run of several workers stopped at the start barrier: `unfinished` are the cells
     /// not measured in full, each already saying why; the `worker` block records the failure,
-    /// results.json is written, and the barrier's error (its own exit code) goes back.
+    /// results.json is written, and the barrier's error (its own exit code) goes back. When
+    /// the barrier stopped because a worker was interrupted, the run ends as an interrupted
+    /// run does instead: the cells as last recorded, a note naming the worker, every export
+    /// written and the exit code of its cells (the `worker` block still says why, so `merge`
+    /// refuses the part as incomplete).
     pub fn stopped_at_barrier(
         mut self,
         unfinished: Vec<Cell>,
         worker: Option<WorkerInfo>,
         error: BarrierError,
-    ) -> anyhow::Error {
+        tool: &dyn ToolReport,
+    ) -> anyhow::Result<Summary> {
+        if let BarrierError::Interrupted { worker: who, .. } = &error {
+            self.interrupt.store(true, Ordering::SeqCst);
+            self.report.worker = worker;
+            self.report.notes.push(format!(
+                "The run was interrupted: worker {who} was interrupted (Ctrl-C) and stopped every worker at the next meeting; cells not measured in full say so."
+            ));
+            return self.finish(tool);
+        }
         for cell in unfinished {
             self.report.upsert_cell(cell);
         }
@@ -265,9 +278,9 @@ impl Recording {
             .notes
             .push(format!("The run stopped at the start barrier: {error}."));
         if let Err(e) = self.save() {
-            return anyhow::Error::from(e).context(error.to_string());
+            return Err(anyhow::Error::from(e).context(error.to_string()));
         }
-        error.into()
+        Err(error.into())
     }
 
     /// Closes the run: the end of the environment, the verdicts, every export written once,

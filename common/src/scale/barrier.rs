@@ -6,8 +6,13 @@
 //!
 //! The protocol is one line per message over one TCP connection per worker, kept for the run:
 //! `HELLO run hash version index count` → `WELCOME` | `REFUSE reason`; then per window
-//! `ARRIVE round payload rtt_ns` → `GO round delay_ns payload_sum` | `ABORT reason`.
+//! `ARRIVE round payload rtt_ns` → `GO round delay_ns payload_sum` | `ABORT reason`. A worker
+//! interrupted (Ctrl-C) says `STOP round` instead of arriving, and worker 0 (on its own
+//! interrupt too) answers every worker `HALT index`: each stops at that meeting as an
+//! interrupted run does ([`BarrierError::Interrupted`]), not as a failed one.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +33,22 @@ const MIN_START_DELAY: Duration = Duration::from_millis(20);
 pub enum BarrierError {
     #[error("barrier {address}: {reason}")]
     Failed { address: String, reason: String },
+    /// A worker was interrupted and told the others at a meeting: the run stops as an
+    /// interrupted one does (cells kept, results written), on every worker.
+    #[error("barrier {address}: worker {worker} was interrupted (Ctrl-C)")]
+    Interrupted { address: String, worker: u32 },
+}
+
+/// How one meeting ended, when it did not open the window.
+enum Halt {
+    Failed(String),
+    Interrupted(u32),
+}
+
+impl From<String> for Halt {
+    fn from(reason: String) -> Halt {
+        Halt::Failed(reason)
+    }
 }
 
 impl BarrierError {
@@ -148,6 +169,8 @@ pub struct Barrier {
     timeout: Duration,
     round: u64,
     record: BarrierRecord,
+    /// This process's Ctrl-C flag: set, the next meeting stops every worker.
+    interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// `HOST:PORT` split, with the port checked.
@@ -220,7 +243,14 @@ impl Barrier {
             timeout,
             round: 0,
             record,
+            interrupt: None,
         })
+    }
+
+    /// Watches `interrupt` (the run's Ctrl-C flag): once it is set, this worker's next
+    /// meeting stops the run on every worker as an interrupted run.
+    pub fn watch(&mut self, interrupt: Arc<AtomicBool>) {
+        self.interrupt = Some(interrupt);
     }
 
     pub fn record(&self) -> &BarrierRecord {
@@ -240,25 +270,41 @@ impl Barrier {
         self.round += 1;
         let arrived = Instant::now();
         let deadline = arrived + self.timeout;
+        let interrupted = self
+            .interrupt
+            .as_ref()
+            .is_some_and(|i| i.load(Ordering::SeqCst));
+        let meeting = Meeting {
+            round: self.round,
+            payload,
+            interrupted,
+        };
         let result = match &mut self.role {
             Role::Leader {
                 hello,
                 incoming,
                 peers,
                 ..
-            } => lead(hello, incoming, peers, self.round, payload, deadline).await,
+            } => lead(hello, incoming, peers, meeting, deadline).await,
             Role::Follower { reader, writer } => {
                 // Worker 0 may arrive a whole timeout after this worker (its preparation)
                 // and then wait a timeout for the others: it, not this worker, says who is
                 // missing.
                 let rtt = self.record.rtt_ns;
                 let deadline = deadline + self.timeout;
-                follow(reader, writer, self.round, payload, rtt, deadline).await
+                follow(reader, writer, meeting, rtt, deadline).await
             }
         };
         let (sum, delay, spread) = match result {
             Ok(go) => go,
-            Err(reason) => return Err(self.failed(reason)),
+            Err(Halt::Failed(reason)) => return Err(self.failed(reason)),
+            Err(Halt::Interrupted(worker)) => {
+                self.record.failure = Some(format!("worker {worker} was interrupted (Ctrl-C)"));
+                return Err(BarrierError::Interrupted {
+                    address: self.address.clone(),
+                    worker,
+                });
+            }
         };
         let waited = arrived.elapsed();
         tokio::time::sleep(delay).await;
@@ -387,16 +433,27 @@ async fn connect(
     ))
 }
 
-/// Worker 0's side of one round: every worker admitted and arrived, then "go" to each.
-/// Returns the payload sum, the delay to sleep and the spread of sending "go".
+/// One meeting as this worker comes to it: its number, this worker's figure, and whether
+/// this worker was interrupted.
+#[derive(Clone, Copy)]
+struct Meeting {
+    round: u64,
+    payload: u64,
+    interrupted: bool,
+}
+
+/// Worker 0's side of one round: every worker admitted and arrived, then "go" to each (or
+/// "halt" when a worker, worker 0 included, was interrupted). Returns the payload sum, the
+/// delay to sleep and the spread of sending "go".
 async fn lead(
     hello: &Hello,
     incoming: &mut mpsc::UnboundedReceiver<Result<Peer, String>>,
     peers: &mut Vec<Peer>,
-    round: u64,
-    payload: u64,
+    meeting: Meeting,
     deadline: Instant,
-) -> Result<(u64, Duration, Duration), String> {
+) -> Result<(u64, Duration, Duration), Halt> {
+    let Meeting { round, payload, .. } = meeting;
+    let mut interrupted = meeting.interrupted.then_some(0u32);
     let expected = hello.count as usize - 1;
     let abort = async |peers: &mut Vec<Peer>, reason: &str| {
         for peer in peers.iter_mut() {
@@ -433,7 +490,7 @@ async fn lead(
         };
         if let Some(reason) = failure {
             abort(peers, &reason).await;
-            return Err(reason);
+            return Err(reason.into());
         }
     }
     let (mut sum, mut rtt_max) = (payload, 0u64);
@@ -441,6 +498,10 @@ async fn lead(
         let peer = &mut peers[i];
         let index = peer.index;
         let line = read_line(&mut peer.reader, deadline).await;
+        if line.as_deref().is_ok_and(|l| l == format!("STOP {round}")) {
+            interrupted.get_or_insert(index);
+            continue;
+        }
         let arrival = line.as_deref().ok().and_then(|l| {
             let mut words = l.split_whitespace();
             (words.next()? == "ARRIVE").then_some(())?;
@@ -466,9 +527,18 @@ async fn lead(
                 };
                 let reason = format!("worker {index} {why}");
                 abort(peers, &reason).await;
-                return Err(reason);
+                return Err(reason.into());
             }
         }
+    }
+    if let Some(worker) = interrupted {
+        for peer in peers.iter_mut() {
+            let _ = peer
+                .writer
+                .write_all(format!("HALT {worker}\n").as_bytes())
+                .await;
+        }
+        return Err(Halt::Interrupted(worker));
     }
     let delay = MIN_START_DELAY.max(Duration::from_nanos(rtt_max.saturating_mul(2)));
     let sending = Instant::now();
@@ -477,24 +547,28 @@ async fn lead(
         if let Err(e) = peer.writer.write_all(go.as_bytes()).await {
             let reason = format!("worker {} left the run at window {round} ({e})", peer.index);
             abort(peers, &reason).await;
-            return Err(reason);
+            return Err(reason.into());
         }
     }
     let spread = sending.elapsed();
     Ok((sum, delay.saturating_sub(spread), spread))
 }
 
-/// A worker's side of one round: arrive, then wait for "go" and sleep its delay less the
-/// half round trip the message took.
+/// A worker's side of one round: arrive (or say it was interrupted), then wait for "go" and
+/// sleep its delay less the half round trip the message took.
 async fn follow(
     reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
     writer: &mut tokio::net::tcp::OwnedWriteHalf,
-    round: u64,
-    payload: u64,
+    meeting: Meeting,
     rtt_ns: u64,
     deadline: Instant,
-) -> Result<(u64, Duration, Duration), String> {
-    let arrive = format!("ARRIVE {round} {payload} {rtt_ns}\n");
+) -> Result<(u64, Duration, Duration), Halt> {
+    let Meeting { round, payload, .. } = meeting;
+    let arrive = if meeting.interrupted {
+        format!("STOP {round}\n")
+    } else {
+        format!("ARRIVE {round} {payload} {rtt_ns}\n")
+    };
     writer
         .write_all(arrive.as_bytes())
         .await
@@ -503,7 +577,10 @@ async fn follow(
         .await
         .map_err(|e| format!("no start from worker 0 for window {round} ({e})"))?;
     if let Some(reason) = line.strip_prefix("ABORT ") {
-        return Err(format!("worker 0 stopped the run: {reason}"));
+        return Err(format!("worker 0 stopped the run: {reason}").into());
+    }
+    if let Some(worker) = line.strip_prefix("HALT ").and_then(|w| w.parse().ok()) {
+        return Err(Halt::Interrupted(worker));
     }
     let mut words = line.split_whitespace();
     let go = (words.next() == Some("GO"))
@@ -519,7 +596,7 @@ async fn follow(
             let delay = Duration::from_nanos(delay_ns.saturating_sub(rtt_ns / 2));
             Ok((sum, delay, Duration::ZERO))
         }
-        _ => Err(format!("worker 0 said `{line}` at window {round}")),
+        _ => Err(format!("worker 0 said `{line}` at window {round}").into()),
     }
 }
 

@@ -67,6 +67,35 @@ fn label(text: &str) -> String {
     out.trim_matches('-').to_owned()
 }
 
+fn run_id(args: &ManifestArgs, run_id_default: &str) -> String {
+    args.run_id
+        .clone()
+        .unwrap_or_else(|| run_id_default.to_owned())
+}
+
+/// The arguments every worker's container gets: the benchmark's own, then the worker flags
+/// (what the tool's own check of worker mode is given, [`crate::export::ToolReport::refuse_workers`]).
+pub fn worker_args(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Vec<String> {
+    let name = label(args.name.as_deref().unwrap_or(tool));
+    let barrier = format!("{name}-0.{name}:{}", args.port);
+    let mut worker_args = args.args.clone();
+    worker_args.extend(
+        [
+            "--worker-count",
+            &args.workers.to_string(),
+            "--run-id",
+            &run_id(args, run_id_default),
+            "--barrier",
+            &barrier,
+            "--output",
+            "/results/worker-$(JOB_COMPLETION_INDEX)",
+            "--quiet",
+        ]
+        .map(str::to_owned),
+    );
+    worker_args
+}
+
 /// The manifest: Service, volume claim, worker Job, merge Job, as one YAML stream.
 pub fn render(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Result<String, String> {
     let name = label(args.name.as_deref().unwrap_or(tool));
@@ -100,27 +129,9 @@ pub fn render(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Result<S
         }
     }
     let n = args.workers;
-    let run_id = args
-        .run_id
-        .clone()
-        .unwrap_or_else(|| run_id_default.to_owned());
+    let run_id = run_id(args, run_id_default);
     let deadline = args.deadline.as_secs().max(60);
-    let barrier = format!("{name}-0.{name}:{}", args.port);
-    let mut worker_args = args.args.clone();
-    worker_args.extend(
-        [
-            "--worker-count",
-            &n.to_string(),
-            "--run-id",
-            &run_id,
-            "--barrier",
-            &barrier,
-            "--output",
-            "/results/worker-$(JOB_COMPLETION_INDEX)",
-            "--quiet",
-        ]
-        .map(str::to_owned),
-    );
+    let worker_args = worker_args(args, tool, run_id_default);
     let mut merge_args: Vec<String> = [
         "merge",
         "--expect-workers",

@@ -22,6 +22,7 @@ pub use worker::{PER_WORKER_OPTIONS, Worker, options_hash};
 pub const WORKER_TOOLS: &[&str] = &[
     "geo-bench",
     "sql-bench crud",
+    "sql-bench ycsb",
     "vector-bench",
     "mqtt-bench",
     "search-bench",

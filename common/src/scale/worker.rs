@@ -1,6 +1,9 @@
 //! One worker of a run as a tool sees it: its [`Segment`], its barrier (none in a run without
 //! workers, where every call is free), and the `worker` block its results carry.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use super::barrier::{Barrier, BarrierError, Hello};
 use super::segment::Segment;
 use crate::options::CommonOpts;
@@ -59,10 +62,13 @@ impl Worker {
     /// This process's place in the run the flags describe; with `--worker-count` above 1 it
     /// joins the barrier (worker 0 starts listening; the others connect and are admitted or
     /// refused at once). Call it before preparing: a mismatch stops the run before any work.
+    /// `interrupt` is the run's Ctrl-C flag: once set, this worker's next meeting stops every
+    /// worker as an interrupted run ([`BarrierError::Interrupted`]).
     pub async fn join(
         common: &CommonOpts,
         tool_version: &str,
         options: &serde_json::Value,
+        interrupt: &Arc<AtomicBool>,
     ) -> Result<Worker, BarrierError> {
         let segment =
             Segment::new(common.worker_index, common.worker_count).unwrap_or(Segment::WHOLE);
@@ -79,7 +85,8 @@ impl Worker {
             index: segment.index,
             count: segment.count,
         };
-        let barrier = Barrier::join(&address, hello, common.barrier_timeout).await?;
+        let mut barrier = Barrier::join(&address, hello, common.barrier_timeout).await?;
+        barrier.watch(interrupt.clone());
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_owned())
             .unwrap_or_default();

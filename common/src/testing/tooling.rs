@@ -3,7 +3,8 @@
 //! rounds are a quarter as fast exits 1 with `--fail-on regression`), the refusals (different
 //! options, another tool, a corrupt or missing file: one line, exit 2), and `report` rebuilding
 //! every export from results.json alone; and [`Tool::assert_two_runs`], which makes the two runs
-//! and checks all of that (each tool's tests/tooling.rs is one call of it).
+//! and checks all of that (each tool's tests/tooling.rs is one call of it); and [`manifest`],
+//! `k8s-manifest` in-process, for the tests of what a tool's manifest refuses.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -344,4 +345,24 @@ pub fn assert_compare_and_report(bin: &Path, a: &Path, b: &Path, scratch: &Path)
     };
     assert_eq!(hdr(&rebuilt), hdr(a), "the same HDR files");
     expect(bin, &["report", text(&missing)], 2);
+}
+
+/// `TOOL k8s-manifest --workers 2 --image … --run-id run-1 -- ARGS…` in-process, with the
+/// tool's `report` (and so its check of worker mode); the YAML goes to stdout.
+pub fn manifest(
+    tool: &str,
+    report: &dyn crate::export::ToolReport,
+    args: &[&str],
+) -> anyhow::Result<crate::exit::Exit> {
+    let manifest = crate::scale::manifest::ManifestArgs {
+        workers: 2,
+        image: "registry.example/fairbench:0.1".into(),
+        name: None,
+        run_id: Some("run-1".into()),
+        port: 7447,
+        deadline: std::time::Duration::from_secs(3600),
+        storage: "1Gi".into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    crate::cli::run_tooling(&crate::cli::Tooling::K8sManifest(manifest), tool, report)
 }

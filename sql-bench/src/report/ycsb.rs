@@ -29,6 +29,10 @@ impl ToolReport for YcsbReport {
             &(answered_by_markdown(report) + &raced_delete_markdown(report)),
         )
     }
+
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
+        super::ycsb_merged::merge_extras(parts, merged);
+    }
 }
 
 /// The workloads in the order measured (the load excluded).

@@ -3,6 +3,7 @@
 
 mod app;
 mod crud;
+mod stopped;
 mod ycsb;
 
 use std::sync::Arc;
@@ -11,6 +12,16 @@ use std::sync::atomic::AtomicBool;
 use common::run::Summary;
 
 use crate::opts::{Opts, Suite};
+
+/// The checks the suite `opts` names runs before anything is touched (no connection, no
+/// folder): what `k8s-manifest` asks of a worker's arguments.
+pub fn check(opts: &Opts) -> anyhow::Result<()> {
+    match &opts.suite {
+        Suite::Crud(crud) => crud::check(crud).map(drop),
+        Suite::App(app) => app::check(app),
+        Suite::Ycsb(ycsb) => ycsb::check(ycsb).map(drop),
+    }
+}
 
 /// Runs the suite `opts` names. Bad input fails before any system's data is touched.
 pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {

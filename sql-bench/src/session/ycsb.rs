@@ -121,9 +121,12 @@ pub struct YcsbWindow {
     pub stats: OpStats,
 }
 
-/// What the load does: key numbers `0..records` in batches, spread over the workers.
+/// What the load does: key numbers `first..first + records` in batches, spread over the
+/// sessions (a run alone loads from 0; a worker of several its range, YCSB's
+/// `insertstart`/`insertcount`).
 #[derive(Clone, Debug)]
 pub struct LoadPlan {
+    pub first: u64,
     pub records: u64,
     pub batch: usize,
     pub shape: Shape,
@@ -140,8 +143,8 @@ impl LoadPlan {
 
     /// The records of batch `index`, generated from the seed.
     pub fn batch_records(&self, index: u64) -> Vec<Record> {
-        let low = index * self.batch as u64;
-        let high = (low + self.batch as u64).min(self.records);
+        let low = self.first + index * self.batch as u64;
+        let high = (low + self.batch as u64).min(self.first + self.records);
         (low..high)
             .map(|keynum| Record {
                 key: keys::key_of(keynum),

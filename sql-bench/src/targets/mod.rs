@@ -178,6 +178,9 @@ pub trait Target: Send {
 /// Where a target lives when nothing else is said: the embedded SQLite database in the results folder.
 pub const DEFAULT_TARGET: &str = "sqlite";
 
+/// The schemes of engines that live inside the client's process.
+pub const EMBEDDED_SCHEMES: &[&str] = &["sqlite"];
+
 /// Connects to the system `spec` names, as `reach` says (secrets, TLS, the results folder).
 pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
     match spec.scheme() {

@@ -30,9 +30,24 @@ const TOOL: Tool = Tool {
 /// What was held equal for every engine.
 const SECTION: &str = "Drop-in mode: one JSON document per record, six declared secondary indexes, every request sequential through the data layer";
 
+/// What is checked before anything is touched: the options, and that the run is on one
+/// machine. Each scenario times one client's requests, one at a time, over one data set (seeds
+/// 003/004): a second client machine would add load the scenarios do not define and measure
+/// nothing a run on one does not.
+pub(super) fn check(opts: &AppOpts) -> anyhow::Result<()> {
+    opts.validate()?;
+    let n = opts.common.worker_count;
+    if n > 1 {
+        anyhow::bail!(
+            "--worker-count {n}: sql-bench app times one client's requests, one at a time, over one data set, so {n} client machines would measure nothing one does not; run it on one machine"
+        );
+    }
+    Ok(())
+}
+
 /// Runs the suite. Bad input fails before any engine's data is touched.
 pub async fn run(opts: &AppOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    opts.validate()?;
+    check(opts)?;
     let scenarios = plan_scenarios(opts)?;
     check_write_warmup(opts, &scenarios)?;
     let specs = systems::plan_targets(&opts.common)?;

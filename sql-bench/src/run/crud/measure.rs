@@ -9,13 +9,14 @@ use common::phases::window_line;
 use common::protocol::{CellBuilder, Round, schedule};
 use common::results::{Cell, Location, Report, Status};
 use common::run::Recording;
-use common::scale::{BarrierError, Segment, Worker};
+use common::scale::{Segment, Worker};
 use common::servercpu::ServerProcess;
 use common::window::WindowPlan;
 
 use super::cluster;
 use super::system::{System, tables};
 use crate::opts::CrudOpts;
+use crate::run::stopped::Stopped;
 use crate::session::{Kind, Mix};
 use crate::suites::crud::workload::Workload;
 use crate::targets::{KvTable, Target};
@@ -74,14 +75,6 @@ pub(super) fn builders(
                 .collect()
         })
         .collect()
-}
-
-/// Why the measurement stopped before the end of its schedule.
-pub(super) enum Stopped {
-    /// At the barrier of a run on several workers; the run ends with the barrier's code.
-    Barrier(BarrierError),
-    /// Anything else: opening the sessions failed, or results.json could not be written.
-    Failed(anyhow::Error),
 }
 
 /// Measures every window of the schedule (warm-ups discarded, systems in alternating order),

@@ -14,12 +14,12 @@ use std::sync::atomic::AtomicBool;
 use anyhow::bail;
 use common::options::TargetSpec;
 use common::progress::Progress;
-use common::results::{Location, Report, Status};
+use common::results::{Report, Status};
 use common::run::{Begin, Lifecycle, Summary, Tool};
 use common::scale::{Segment, Worker};
 
-use self::measure::Stopped;
 use self::system::{System, measured, tables};
+use super::stopped::Stopped;
 use crate::opts::CrudOpts;
 use crate::report::crud::CrudReport;
 use crate::session::{MAX_CONNECTIONS, MAX_WINDOWS};
@@ -38,14 +38,14 @@ const TOOL: Tool = Tool {
 pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let segment =
         Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
-    let workloads = plan(opts, segment)?;
-    let specs = systems::plan_targets(&opts.common)?;
+    let (workloads, specs) = check(opts)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
     let options = serde_json::to_value(opts)?;
-    let mut worker = match Worker::join(&opts.common, TOOL.version, &options).await {
-        Ok(worker) => worker,
-        Err(e) => return Err(lifecycle.abandon(e.into())),
-    };
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
     let sessions = workloads
         .iter()
@@ -113,7 +113,7 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
                     b.to_cell()
                 })
                 .collect();
-            return Err(run.stopped_at_barrier(unfinished, worker.info(), error));
+            return run.stopped_at_barrier(unfinished, worker.info(), error, &CrudReport);
         }
     }
     run.report.worker = worker.info();
@@ -129,6 +129,17 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&CrudReport)
+}
+
+/// Every input checked before anything is touched (what `k8s-manifest` checks too): the
+/// workloads to run and the targets.
+pub(super) fn check(opts: &CrudOpts) -> anyhow::Result<(Vec<Workload>, Vec<TargetSpec>)> {
+    let segment =
+        Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
+    let workloads = plan(opts, segment)?;
+    let specs = systems::plan_targets(&opts.common)?;
+    systems::refuse_embedded_workers(&specs, segment.count)?;
+    Ok((workloads, specs))
 }
 
 /// The workloads to run, in order; every option checked (each workload's connections must be
@@ -190,17 +201,6 @@ async fn prepare(
 ) -> anyhow::Result<Vec<System>> {
     let (read, write) = tables(opts);
     let mut systems = connect_all(opts, specs, lifecycle).await?;
-    if let Some(embedded) = systems
-        .iter()
-        .find(|s| worker.is_part() && s.info.location == Location::Embedded)
-    {
-        bail!(
-            "{}: an embedded engine lives inside each worker's process, so {} workers would measure {} separate databases; run several workers against a server",
-            embedded.name(),
-            worker.segment.count,
-            worker.segment.count
-        );
-    }
     cluster::verify_all(opts, specs, &mut systems).await?;
     systems::ensure_some_measurable(systems.iter().map(|s| (s.name(), s.refused.as_deref())))?;
     let progress = lifecycle.progress();

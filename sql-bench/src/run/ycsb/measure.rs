@@ -1,6 +1,10 @@
 //! The ycsb run's measurement: one cell per workload × system, every window in common's
 //! interleaved schedule with the same generator streams on every system, the record count
-//! checked after each window that inserts or deletes, and the notes the figures stand on.
+//! checked after each window that inserts or deletes, and the notes the figures stand on. On
+//! several workers every window opens at the barrier (measured or not, so every worker meets
+//! the same rounds), each worker draws from its own seed on its share of the connections and
+//! the rate, and after a window that inserts worker 0 counts the table against every
+//! worker's acknowledged inserts.
 
 use std::sync::Arc;
 
@@ -8,12 +12,14 @@ use common::phases::window_line;
 use common::protocol::{CellBuilder, schedule};
 use common::results::{Cell, Status};
 use common::run::Recording;
+use common::scale::{Segment, Worker};
 use common::servercpu::ServerProcess;
 use common::window::WindowPlan;
 use serde_json::json;
 
 use super::{Plan, System};
 use crate::opts::YcsbOpts;
+use crate::run::stopped::Stopped;
 use crate::session::ycsb::YcsbWindow;
 use crate::session::ycsb::keys::{SCRAMBLED_ZETAN, SkewedLatest};
 use crate::session::ycsb::op::{Mix, Request};
@@ -22,8 +28,14 @@ use crate::suites::ycsb::cells::{LOAD, YcsbCell};
 use crate::suites::ycsb::data::YcsbData;
 
 /// Row 0: each system's load; then one row per workload, in the order given.
-pub(super) fn cells(opts: &YcsbOpts, plan: &Plan, systems: &mut [System]) -> Vec<Vec<YcsbCell>> {
+pub(super) fn cells(
+    opts: &YcsbOpts,
+    plan: &Plan,
+    systems: &mut [System],
+    segment: Segment,
+) -> Vec<Vec<YcsbCell>> {
     let common = &opts.common;
+    let share = |connections: u32| segment.share(connections.into()) as u32;
     let new = |workload: &str, system: &System, unit: &str, connections: u32, rounds: u32| {
         let mut b = CellBuilder::new(
             Cell::new(workload, system.name(), unit, connections, rounds),
@@ -42,8 +54,10 @@ pub(super) fn cells(opts: &YcsbOpts, plan: &Plan, systems: &mut [System]) -> Vec
         systems
             .iter()
             .map(|s| {
-                let mut cell =
-                    YcsbCell::new(new(LOAD, s, "records/s", common.connections, 1), None);
+                let mut cell = YcsbCell::new(
+                    new(LOAD, s, "records/s", share(common.connections), 1),
+                    None,
+                );
                 cell.facts.insert("records".into(), json!(plan.records));
                 cell.facts.insert("batch".into(), json!(opts.batch));
                 cell
@@ -58,7 +72,7 @@ pub(super) fn cells(opts: &YcsbOpts, plan: &Plan, systems: &mut [System]) -> Vec
                     &workload.name,
                     system,
                     "ops/s",
-                    plan.connections[index],
+                    share(plan.connections[index]),
                     common.rounds,
                 );
                 let mut cell = YcsbCell::new(b, Some(workload));
@@ -93,8 +107,10 @@ pub(super) async fn all(
     systems: &mut [System],
     cells: &mut [Vec<YcsbCell>],
     run: &mut Recording,
-) -> anyhow::Result<()> {
+    worker: &mut Worker,
+) -> Result<(), Stopped> {
     let common = &opts.common;
+    let segment = worker.segment;
     let values: Arc<[String]> = data.write_values.clone().into();
     let steps = schedule(
         plan.workloads.len(),
@@ -112,71 +128,100 @@ pub(super) async fn all(
         if let Some(reason) = &system.load_failed {
             cell.builder.mark(Status::Error, reason.clone());
         }
-        let (Some(keys), true) = (system.keys.clone(), cell.builder.is_live()) else {
+        let keys = system.keys.clone().filter(|_| cell.builder.is_live());
+        let live = keys.is_some() && system.workers.is_some();
+        if !live && !worker.is_part() {
             run.record(cell.to_cell())?;
             continue;
-        };
-        let Some(workers) = system.workers.as_mut() else {
-            continue;
-        };
-        let mix = Mix {
-            thresholds: workload.thresholds(),
-            request: workload.request,
-            records: plan.records,
-            zipfian_max: workload.zipfian_max(plan.records),
-            scan: workload.scan,
-            shape: plan.table.shape,
-            values: values.clone(),
-            latest: (workload.request == Request::Latest).then(|| SkewedLatest::new(keys.last())),
-            keys,
-            // The same streams on every system: workload, then round.
-            stream: ((step.workload as u64 + 1) << 16) | u64::from(step.round.index),
-            seed: common.seed,
-        };
-        let window_plan = WindowPlan {
-            duration: common.duration,
-            ceiling: common.ceiling,
-            rate_per_s: plan.rates[step.workload],
-            interrupt: run.interrupt().clone(),
-            progress: run.progress().sender(),
-        };
+        }
         let label = format!(
             "{} · {} · {}",
             workload.name,
             system.info.name,
             step.round.label(common.warmup, common.rounds)
         );
-        run.progress().window(label.clone(), common.duration);
-        let connections = plan.connections[step.workload] as usize;
-        let server_before = cell.builder.server_cpu_now();
-        let ran = workers.run_window(connections, &mix, &window_plan).await;
-        let server_cpu = cell.builder.server_cpu_since(server_before);
+        let window_plan = WindowPlan {
+            duration: common.duration,
+            ceiling: common.ceiling,
+            rate_per_s: plan.rates[step.workload].map(|r| segment.share_of_rate(r)),
+            interrupt: run.interrupt().clone(),
+            progress: run.progress().sender(),
+        };
+        let connections = segment.share(plan.connections[step.workload].into()) as usize;
+        worker.sync(0).await?;
+        let mut server_cpu = None;
+        let ran = match (keys, system.workers.as_mut()) {
+            (Some(keys), Some(workers)) => {
+                let mix = Mix {
+                    thresholds: workload.thresholds(),
+                    request: workload.request,
+                    records: plan.records,
+                    zipfian_max: workload.zipfian_max(plan.records),
+                    scan: workload.scan,
+                    shape: plan.table.shape,
+                    values: values.clone(),
+                    latest: (workload.request == Request::Latest)
+                        .then(|| SkewedLatest::new(keys.last())),
+                    keys,
+                    // The same streams on every system: workload, then round.
+                    stream: ((step.workload as u64 + 1) << 16) | u64::from(step.round.index),
+                    seed: segment.seed(common.seed),
+                };
+                run.progress().window(label.clone(), common.duration);
+                let server_before = cell.builder.server_cpu_now();
+                let ran = workers.run_window(connections, &mix, &window_plan).await;
+                server_cpu = cell.builder.server_cpu_since(server_before);
+                Some(ran)
+            }
+            _ => None,
+        };
+        if workload.kinds().any(Kind::changes_count) {
+            let (inserted, possible) = match &ran {
+                Some(Ok(window)) => {
+                    let inserts = window.stats.kind(Kind::Insert);
+                    let unknown = window.outcome.stuck_workers as u64;
+                    (inserts.ok, inserts.error + unknown)
+                }
+                _ => (0, 0),
+            };
+            let (inserted, possible) = worker.sync_pair(inserted, possible).await?;
+            if let (Some(Ok(window)), true) = (&ran, worker.prepares()) {
+                let round = step.round.label(common.warmup, common.rounds);
+                let changed = Changed {
+                    inserted,
+                    possible,
+                    window,
+                };
+                verify_count(plan, system, changed, cell, round).await;
+            }
+        }
         match ran {
-            Ok(window) => {
+            None => continue,
+            Some(Ok(window)) => {
                 cell.add(step.round, &window);
                 cell.builder.add_server_cpu(step.round, server_cpu);
-                if workload.kinds().any(Kind::changes_count) {
-                    verify_count(
-                        plan,
-                        system,
-                        &window,
-                        cell,
-                        step.round.label(common.warmup, common.rounds),
-                    )
-                    .await;
-                }
                 run.progress()
                     .line(window_line(&label, &window.outcome, "ops/s"));
             }
-            Err(message) => {
+            Some(Err(message)) => {
                 cell.builder
                     .mark(Status::Error, format!("{label}: {message}"));
                 run.progress().line(format!("{label}: {message}"));
             }
         }
+        run.report.worker = worker.info();
         run.record(cell.to_cell())?;
     }
     Ok(())
+}
+
+/// What one window changed: the inserts every worker acknowledged, how many more may have
+/// written their record (errors, stuck sessions), and this worker's window (its deletes: a
+/// run that deletes has one worker).
+struct Changed<'a> {
+    inserted: u64,
+    possible: u64,
+    window: &'a YcsbWindow,
 }
 
 /// Checks that the table holds what the acknowledged inserts and deletes leave: at least every
@@ -184,16 +229,15 @@ pub(super) async fn all(
 async fn verify_count(
     plan: &Plan,
     system: &mut System,
-    window: &YcsbWindow,
+    changed: Changed<'_>,
     cell: &mut YcsbCell,
     round: String,
 ) {
-    let stats = &window.stats;
-    let (inserts, deletes) = (stats.kind(Kind::Insert), stats.kind(Kind::Delete));
-    let unknown = window.outcome.stuck_workers as u64;
+    let deletes = changed.window.stats.kind(Kind::Delete);
+    let unknown = changed.window.outcome.stuck_workers as u64;
     let (min, max) = system.expected;
-    let min = (min + inserts.ok).saturating_sub(deletes.ok + deletes.error + unknown);
-    let max = (max + inserts.ok + inserts.error + unknown).saturating_sub(deletes.ok);
+    let min = (min + changed.inserted).saturating_sub(deletes.ok + deletes.error + unknown);
+    let max = (max + changed.inserted + changed.possible).saturating_sub(deletes.ok);
     system.expected = (min, max);
     match system.ycsb().count_records(&plan.table).await {
         Ok(found) if (min..=max).contains(&found) => {
@@ -210,7 +254,12 @@ async fn verify_count(
 }
 
 /// What the figures stand on and what they do not establish.
-pub(super) fn notes(opts: &YcsbOpts, plan: &Plan, systems: &[System]) -> Vec<String> {
+pub(super) fn notes(
+    opts: &YcsbOpts,
+    plan: &Plan,
+    systems: &[System],
+    segment: Segment,
+) -> Vec<String> {
     let mut notes = vec![
         "Every system is one node and the client ran on this machine, beside any local server: the client's CPU time is taken from the servers'.".to_owned(),
         "Figures compare only within this run (one section); they are not comparable with another run or machine.".to_owned(),
@@ -220,6 +269,13 @@ pub(super) fn notes(opts: &YcsbOpts, plan: &Plan, systems: &[System]) -> Vec<Str
         ),
         "Keys are Java YCSB's (user + FNV-1a 64 of the key number, least significant byte first); go-ycsb hashes the bytes in the opposite order, so its keys (and which keys are hot) differ.".to_owned(),
     ];
+    if segment.count > 1 {
+        notes.push(format!(
+            "{n} workers drove each system: each loaded its range of the records on its share of the connections, and each drew its operations and keys from a seed of its own over every loaded record; worker i of {n} inserts key numbers {records} + i, {records} + i + {n}, … (none inserted twice), and its `latest` is the newest of its own inserts (before its first, the newest loaded record).",
+            n = segment.count,
+            records = plan.records,
+        ));
+    }
     if systems.iter().any(|s| s.info.kind == "sqlite") {
         notes.push("SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into());
     }

@@ -2,7 +2,9 @@
 //! anything is touched) → connect, describe and verify durability → create and verify the
 //! table, open the sessions → begin the report → load each system (timed, then counted and a
 //! sample read back) → each workload's warm-ups and rounds, interleaved, the record count
-//! checked after every window that inserts or deletes → record → render.
+//! checked after every window that inserts or deletes → record → render. As one of several
+//! workers (`--worker-count`), worker 0 alone creates, counts and drops the table, each
+//! worker loads its range of the records, and every window opens at common's barrier.
 
 mod load;
 mod measure;
@@ -12,15 +14,19 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::bail;
 use common::options::TargetSpec;
+use common::results::Status;
 use common::results::SystemInfo;
 use common::run::{Begin, Lifecycle, Summary, Tool};
+use common::scale::{Segment, Worker};
 
+use super::stopped::Stopped;
 use crate::opts::YcsbOpts;
 use crate::report::ycsb::YcsbReport;
 use crate::session::MAX_CONNECTIONS;
 use crate::session::ycsb::YcsbWorkers;
 use crate::session::ycsb::keys::KeySpace;
 use crate::session::ycsb::op::Shape;
+use crate::session::ycsb::stats::Kind;
 use crate::suites::ycsb::data::YcsbData;
 use crate::suites::ycsb::workload::Workload;
 use crate::systems::{self, Connected};
@@ -78,15 +84,27 @@ impl System {
 
 /// Runs the suite. Bad input fails before any system's data is touched.
 pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    let plan = plan(opts)?;
-    let specs = systems::plan_targets(&opts.common)?;
+    let segment =
+        Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
+    let (plan, specs) = check(opts)?;
     let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
+    let options = serde_json::to_value(opts)?;
+    let mut worker =
+        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
+            Ok(worker) => worker,
+            Err(e) => return Err(lifecycle.abandon(e.into())),
+        };
     let progress = lifecycle.progress();
     progress.line(format!("sampling {} records…", plan.records));
     let data = YcsbData::generate(opts.common.seed, plan.records, plan.table.shape);
-    let mut systems = match prepare(opts, &plan, &specs, &lifecycle).await {
+    let mut systems = match prepare(opts, &plan, &specs, &lifecycle, &worker).await {
         Ok(systems) => systems,
-        Err(e) => return Err(lifecycle.abandon(e)),
+        Err(e) => {
+            worker
+                .abort(&format!("worker {} could not prepare: {e}", segment.index))
+                .await;
+            return Err(lifecycle.abandon(e));
+        }
     };
     let mut run = lifecycle.begin(Begin {
         section: format!(
@@ -96,26 +114,92 @@ pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
         systems: systems.iter().map(|s| s.info.clone()).collect(),
         reference: opts.common.reference.clone(),
         data: Some(data.info.clone()),
-        notes: measure::notes(opts, &plan, &systems),
+        notes: measure::notes(opts, &plan, &systems, segment),
     })?;
-    let mut cells = measure::cells(opts, &plan, &mut systems);
+    let mut cells = measure::cells(opts, &plan, &mut systems, segment);
     for cell in cells.iter().flatten() {
         run.report.upsert_cell(cell.to_cell());
     }
+    run.report.worker = worker.info();
     run.save()?;
-    load::all(opts, &plan, &data, &mut systems, &mut cells, &mut run).await?;
-    measure::all(opts, &plan, &data, &mut systems, &mut cells, &mut run).await?;
+    // Every worker waits here until worker 0 has made the table, then opens its sessions.
+    let mut done = match worker.sync(0).await {
+        Ok(_) => open_sessions(&plan, &mut systems, segment).await,
+        Err(e) => Err(Stopped::Barrier(e)),
+    };
+    if done.is_ok() {
+        done = load::all(
+            opts,
+            &plan,
+            &data,
+            &mut systems,
+            &mut cells,
+            &mut run,
+            &mut worker,
+        )
+        .await;
+    }
+    if done.is_ok() {
+        done = measure::all(
+            opts,
+            &plan,
+            &data,
+            &mut systems,
+            &mut cells,
+            &mut run,
+            &mut worker,
+        )
+        .await;
+    }
+    // Worker 0 drops the table only once every worker is done with it.
+    if done.is_ok() {
+        done = worker.sync(0).await.map(|_| ()).map_err(Stopped::Barrier);
+    }
+    match done {
+        Ok(()) => {}
+        Err(Stopped::Failed(e)) => {
+            worker
+                .abort(&format!("worker {} stopped: {e:#}", segment.index))
+                .await;
+            return Err(e);
+        }
+        Err(Stopped::Barrier(error)) => {
+            let unfinished = cells
+                .iter_mut()
+                .flatten()
+                .map(|c| {
+                    c.builder.mark(Status::Error, format!("stopped: {error}"));
+                    c.to_cell()
+                })
+                .collect();
+            return run.stopped_at_barrier(unfinished, worker.info(), error, &YcsbReport);
+        }
+    }
+    run.report.worker = worker.info();
     if run.interrupted() {
         run.report
             .notes
             .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
     }
-    cleanup(opts, &plan, &mut systems, &mut run.report.notes).await;
+    if worker.prepares() {
+        cleanup(opts, &plan, &mut systems, &mut run.report.notes).await;
+    }
     run.finish(&YcsbReport)
 }
 
+/// Every input checked before anything is touched (what `k8s-manifest` checks too): the plan
+/// and the targets.
+pub(super) fn check(opts: &YcsbOpts) -> anyhow::Result<(Plan, Vec<TargetSpec>)> {
+    let segment =
+        Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
+    let plan = plan(opts, segment)?;
+    let specs = systems::plan_targets(&opts.common)?;
+    systems::refuse_embedded_workers(&specs, segment.count)?;
+    Ok((plan, specs))
+}
+
 /// Every workload file parsed and checked, and the options with them. Fails on bad input only.
-fn plan(opts: &YcsbOpts) -> anyhow::Result<Plan> {
+fn plan(opts: &YcsbOpts, segment: Segment) -> anyhow::Result<Plan> {
     opts.common.validate().map_err(anyhow::Error::msg)?;
     if opts.workloads.is_empty() {
         bail!("--workload names no workload; use a, b, c, d, e, f or a TOML file");
@@ -166,6 +250,7 @@ fn plan(opts: &YcsbOpts) -> anyhow::Result<Plan> {
         .iter()
         .map(|w| w.target_rate.or(opts.common.rate))
         .collect();
+    refuse_for_workers(opts, &workloads, &connections, segment)?;
     Ok(Plan {
         table: YcsbTable {
             name: TABLE,
@@ -181,13 +266,52 @@ fn plan(opts: &YcsbOpts) -> anyhow::Result<Plan> {
     })
 }
 
-/// Connects to every system and reads what it reports, refuses those without a YCSB path,
-/// checks the namespace, creates and verifies the table and opens the worker sessions.
+/// What several workers cannot share, refused before anything is touched: a workload that
+/// deletes (its deletes take the oldest record of one sequence, which workers on several
+/// machines cannot share) and fewer load or workload connections than workers.
+fn refuse_for_workers(
+    opts: &YcsbOpts,
+    workloads: &[Workload],
+    connections: &[u32],
+    segment: Segment,
+) -> anyhow::Result<()> {
+    let count = segment.count;
+    if count == 1 {
+        return Ok(());
+    }
+    if let Some(w) = workloads.iter().find(|w| w.proportion(Kind::Delete) > 0.0) {
+        bail!(
+            "--worker-count {count}: workload {} deletes, and its deletes take the oldest record of one sequence that {count} workers cannot share; run it on one machine",
+            w.name
+        );
+    }
+    if opts.common.connections < count {
+        bail!(
+            "--worker-count {count}: the load's {} connection(s) cannot be shared by {count} workers (each needs one); use fewer workers or more --connections",
+            opts.common.connections
+        );
+    }
+    if let Some((w, c)) = workloads
+        .iter()
+        .zip(connections)
+        .find(|(_, c)| segment.share(u64::from(**c)) == 0)
+    {
+        bail!(
+            "--worker-count {count}: workload {}'s {c} connection(s) cannot be shared by {count} workers (each needs one); use fewer workers or more connections",
+            w.name
+        );
+    }
+    Ok(())
+}
+
+/// Connects to every system and reads what it reports, refuses those without a YCSB path;
+/// worker 0 (or a run alone) checks the namespace and creates and verifies the table.
 async fn prepare(
     opts: &YcsbOpts,
     plan: &Plan,
     specs: &[TargetSpec],
     lifecycle: &Lifecycle,
+    worker: &Worker,
 ) -> anyhow::Result<Vec<System>> {
     let connected = systems::connect_all(
         specs,
@@ -216,16 +340,18 @@ async fn prepare(
     }
     systems::ensure_some_measurable(systems.iter().map(|s| (s.name(), s.refused.as_deref())))?;
     let progress = lifecycle.progress();
+    for system in systems.iter().filter(|s| s.refused.is_some()) {
+        let reason = system.refused.as_deref().unwrap_or_default();
+        progress.line(format!("{}: refused — {reason}", system.name()));
+    }
+    if !worker.prepares() {
+        return Ok(systems);
+    }
     let table = plan.table;
     for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
         system.ycsb().check_table(&table).await?;
     }
-    let sessions = plan.connections.iter().copied().max().unwrap_or(1) as usize;
-    for system in systems.iter_mut() {
-        if let Some(reason) = &system.refused {
-            progress.line(format!("{}: refused — {reason}", system.name()));
-            continue;
-        }
+    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
         progress.line(format!(
             "{}: {} — creating its YCSB table",
             system.name(),
@@ -233,10 +359,28 @@ async fn prepare(
         ));
         let evidence = system.ycsb().create_table(&table).await?;
         system.info.verified.extend(evidence);
-        let workers = system.ycsb().open_ycsb_workers(sessions, &table).await?;
-        system.workers = Some(workers);
     }
     Ok(systems)
+}
+
+/// Opens every measured system's sessions on the table (worker 0's, made before the meeting
+/// this follows): as many as the largest workload's share of this worker.
+async fn open_sessions(
+    plan: &Plan,
+    systems: &mut [System],
+    segment: Segment,
+) -> Result<(), Stopped> {
+    let sessions = plan
+        .connections
+        .iter()
+        .map(|c| segment.share(u64::from(*c)))
+        .max()
+        .unwrap_or(1) as usize;
+    for system in systems.iter_mut().filter(|s| s.refused.is_none()) {
+        let workers = system.ycsb().open_ycsb_workers(sessions, &plan.table).await;
+        system.workers = Some(workers.map_err(|e| Stopped::Failed(e.into()))?);
+    }
+    Ok(())
 }
 
 /// Drops the YCSB table from every system it was made on, unless asked to keep it.

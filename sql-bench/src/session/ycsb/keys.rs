@@ -230,8 +230,18 @@ const WINDOW: u64 = 1 << 20;
 /// whole run: inserts take the next key number, and a key is readable (`last`) once it and
 /// every key before it is acknowledged. Deletes (fairbench's addition) take the oldest key
 /// still present, so choosers redraw below `deleted_below`.
+///
+/// Everything here counts *positions*: the loaded records `0..records`, then this process's
+/// own inserts in order. [`KeySpace::key_number`] names a position's key: the same number
+/// for a run alone; on worker `i` of `n` the run's inserts are key numbers `records + i`,
+/// `records + i + n`, … (YCSB's counter would hand every client the same ones), so no two
+/// workers insert the same key, and a worker's `latest` is the newest of its own inserts.
 #[derive(Debug)]
 pub struct KeySpace {
+    records: u64,
+    /// Workers sharing the run's insert sequence, and this one's place in it.
+    stride: u64,
+    offset: u64,
     next: AtomicU64,
     /// The newest key number every key up to which is acknowledged.
     limit: AtomicU64,
@@ -243,12 +253,29 @@ pub struct KeySpace {
 impl KeySpace {
     /// After a load of `records` key numbers `0..records` (at least one).
     pub fn new(records: u64) -> KeySpace {
+        KeySpace::of_worker(records, 0, 1)
+    }
+
+    /// As [`KeySpace::new`], for worker `index` of `count` (see the type's note).
+    pub fn of_worker(records: u64, index: u32, count: u32) -> KeySpace {
         KeySpace {
+            records,
+            stride: u64::from(count.max(1)),
+            offset: u64::from(index),
             next: AtomicU64::new(records),
             limit: AtomicU64::new(records - 1),
             window: (0..WINDOW).map(|_| AtomicBool::new(false)).collect(),
             lock: Mutex::new(()),
             deleted_below: AtomicU64::new(0),
+        }
+    }
+
+    /// The key number at `position`: a loaded record's own, or this worker's insert's.
+    #[inline]
+    pub fn key_number(&self, position: u64) -> u64 {
+        match position.checked_sub(self.records) {
+            None => position,
+            Some(inserted) => self.records + inserted * self.stride + self.offset,
         }
     }
 
@@ -451,6 +478,27 @@ mod tests {
         assert_eq!(keys.last(), 11);
         assert_eq!(keys.claim_delete(), Some(0));
         assert_eq!(keys.deleted_below(), 1);
+    }
+
+    /// Three workers' inserts never meet, and between them they fill the key numbers after
+    /// the load without a gap; a run alone keeps YCSB's numbers.
+    #[test]
+    fn every_worker_inserts_keys_of_its_own() {
+        let alone = KeySpace::new(10);
+        assert_eq!((alone.key_number(3), alone.key_number(12)), (3, 12));
+        let mut seen = std::collections::BTreeSet::new();
+        for index in 0..3 {
+            let keys = KeySpace::of_worker(10, index, 3);
+            assert_eq!(keys.key_number(9), 9, "the loaded records are everyone's");
+            for _ in 0..100 {
+                let position = keys.next_insert();
+                assert!(seen.insert(keys.key_number(position)), "inserted twice");
+            }
+        }
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            (10..310).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -216,7 +216,7 @@ impl<S> YcsbOp<S> {
             keys.hottest += u64::from(Some(keynum) == self.hottest);
             keys.newest += u64::from(keynum == last);
             keys.inserted_by_run += u64::from(keynum >= self.mix.records);
-            key_name(keynum, &mut self.key);
+            key_name(self.mix.keys.key_number(keynum), &mut self.key);
             self.keynum = keynum;
             return Ok(());
         }
@@ -238,7 +238,7 @@ impl<S> YcsbOp<S> {
         let step = match kind {
             Kind::Insert => {
                 let keynum = self.mix.keys.next_insert();
-                key_name(keynum, &mut self.key);
+                key_name(self.mix.keys.key_number(keynum), &mut self.key);
                 self.keynum = keynum;
                 self.insert_values.clear();
                 for _ in 0..self.mix.shape.fields {
@@ -249,7 +249,7 @@ impl<S> YcsbOp<S> {
             }
             Kind::Delete => match self.mix.keys.claim_delete() {
                 Some(keynum) => {
-                    key_name(keynum, &mut self.key);
+                    key_name(self.mix.keys.key_number(keynum), &mut self.key);
                     self.keynum = keynum;
                     return Ok(Step::Delete);
                 }

@@ -1,0 +1,281 @@
+//! `sql-bench ycsb` as several client machines of one run (three workers' worth, in-process,
+//! on loopback) against the real PostgreSQL: each worker loads its range of the records and
+//! worker 0 counts them all, workload d's inserts are every worker's own keys (none inserted
+//! twice, the table counted against every worker's acknowledgements after each window), every
+//! window opened by the barrier, and `merge` adding the figures exactly, per operation too;
+//! and a worker interrupted (Ctrl-C) stopping every worker at the next meeting as an
+//! interrupted run stops, whose parts `merge` refuses.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::histogram::decode_histogram;
+use common::results::{Cell, Report, Status};
+use common::testing::free_port;
+use common::testing::workers::{assert_exact_sum, assert_opened_together, merge_in_process};
+use serde_json::Value;
+use support::*;
+
+const RECORDS: u64 = 3_000;
+
+type Part = (PathBuf, anyhow::Result<common::run::Summary>);
+
+/// Runs workers `0..count` in threads of their own, each with its interrupt flag (`flags`,
+/// by index) and the run's `settings`; each result with its folder.
+fn workers(root: &Path, postgres: &str, flags: &[Arc<AtomicBool>], settings: &[&str]) -> Vec<Part> {
+    let count = flags.len();
+    let barrier = format!("127.0.0.1:{}", free_port());
+    let handles: Vec<_> = (0..count)
+        .map(|i| {
+            let out = root.join(format!("worker-{i}"));
+            let interrupt = flags[i].clone();
+            let mut owned: Vec<String> = [
+                "--target",
+                postgres,
+                "--worker-count",
+                &count.to_string(),
+                "--worker-index",
+                &i.to_string(),
+                "--run-id",
+                "ycsb-test-1",
+                "--barrier",
+                &barrier,
+                "--barrier-timeout",
+                "20s",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            owned.extend(settings.iter().map(|s| s.to_string()));
+            thread::spawn(move || {
+                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
+                let result = run_with(&args("ycsb", &out, &borrowed), interrupt);
+                (out, result)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn cell<'a>(report: &'a Report, workload: &str) -> &'a Cell {
+    common::testing::cell(report, workload, "postgres")
+}
+
+fn op<'a>(cell: &'a Cell, kind: &str) -> &'a Value {
+    &cell.extra["operations"][kind]
+}
+
+fn count(value: &Value, key: &str) -> u64 {
+    value[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} in {value}"))
+}
+
+#[test]
+fn three_workers_load_and_insert_each_key_once_and_merge_into_the_exact_sum() {
+    let Some(pg) = postgres_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::default()).collect();
+    let records = RECORDS.to_string();
+    let settings = [
+        ["--workload", "a,d"],
+        ["--records", &records],
+        ["--batch", "100"],
+        ["--connections", "6"],
+        ["--warmup", "0"],
+        ["--rounds", "2"],
+        ["--duration", "300ms"],
+    ];
+    let parts = workers(dir.path(), &pg, &flags, settings.as_flattened());
+    let mut reports = Vec::new();
+    for (out, result) in &parts {
+        let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+        assert_matches_schema(out);
+        let barrier = summary.report.worker.as_ref().unwrap().barrier.clone();
+        // The table's meeting; the load, its count and its verdict; 2 workloads × 2 rounds,
+        // a second meeting after each of d's 2 windows (it inserts); the closing one.
+        assert_eq!(barrier.unwrap().windows, 1 + 3 + 4 + 2 + 1);
+        reports.push(summary.report.clone());
+    }
+    let spread_ns = assert_opened_together(&reports.iter().collect::<Vec<_>>());
+    eprintln!("three ycsb workers: windows opened at most {spread_ns} ns apart");
+    for w in ["load", "a", "d"] {
+        let connections: Vec<u32> = reports.iter().map(|r| cell(r, w).connections).collect();
+        assert_eq!(connections, [2, 2, 2], "{w}: the 6 connections are shared");
+    }
+    // Worker 0 counted the whole table after the load: every key loaded exactly once, and
+    // the workers' acknowledged records add up to it.
+    let loaded: u64 = reports.iter().map(|r| cell(r, "load").counts.ok).sum();
+    assert_eq!(loaded, RECORDS);
+    assert_eq!(cell(&reports[0], "load").extra["records_counted"], RECORDS);
+    assert!(
+        reports
+            .iter()
+            .all(|r| cell(r, "load").counts.ok == RECORDS / 3)
+    );
+    // Workload d: no insert failed anywhere (two workers on the same key would fail one with
+    // a duplicate key), and after its last window worker 0 counted the loaded records plus
+    // every worker's acknowledged inserts (no warm-up: every window is in the figures).
+    let inserted: u64 = reports
+        .iter()
+        .map(|r| count(op(cell(r, "d"), "insert"), "ok"))
+        .sum();
+    for (i, report) in reports.iter().enumerate() {
+        let d = cell(report, "d");
+        assert_eq!(
+            count(op(d, "insert"), "error"),
+            0,
+            "worker {i}: {}",
+            op(d, "insert")
+        );
+        assert!(count(op(d, "insert"), "ok") > 0, "worker {i} inserted");
+        // `latest` reads this worker's own inserts.
+        assert!(d.extra["keys"]["inserted_by_run_share"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(
+        cell(&reports[0], "d").extra["records_counted"].as_u64(),
+        Some(RECORDS + inserted),
+        "worker 0's count is the loaded records and every worker's inserts"
+    );
+
+    let (merged_dir, merged) = merge_in_process(&parts, "sql-bench", &sql_bench::REPORT);
+    assert_matches_schema(&merged_dir);
+    for (i, c) in merged.cells.iter().enumerate() {
+        let of_parts: Vec<&Cell> = reports.iter().map(|r| &r.cells[i]).collect();
+        assert_exact_sum(c, &of_parts);
+    }
+    // Each operation's figures are the sum of the workers' too, its histogram exactly.
+    let d = cell(&merged, "d");
+    assert_eq!(count(op(d, "insert"), "ok"), inserted);
+    for kind in ["read", "insert"] {
+        let ops: Vec<&Value> = reports.iter().map(|r| op(cell(r, "d"), kind)).collect();
+        let ok: u64 = ops.iter().map(|o| count(o, "ok")).sum();
+        assert_eq!(count(op(d, kind), "ok"), ok, "{kind}");
+        let histogram = |o: &Value| decode_histogram(o["histogram_b64"].as_str().unwrap()).unwrap();
+        let mut expected = histogram(ops[0]);
+        for o in &ops[1..] {
+            expected.add(histogram(o)).unwrap();
+        }
+        assert_eq!(histogram(op(d, kind)), expected, "{kind}: the exact sum");
+        assert_eq!(
+            op(d, kind)["latency_ns"]["p99"].as_u64(),
+            Some(expected.value_at_quantile(0.99))
+        );
+    }
+    let chosen: u64 = reports
+        .iter()
+        .map(|r| count(&cell(r, "d").extra["keys"], "chosen"))
+        .sum();
+    assert_eq!(count(&d.extra["keys"], "chosen"), chosen);
+    let shares: f64 = ["read", "insert"]
+        .iter()
+        .map(|k| op(d, k)["share"].as_f64().unwrap())
+        .sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+    assert!(merged.cells.iter().all(|c| c.status == Status::Ok));
+    let left = psql(
+        &pg,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename = 'ycsb'",
+    );
+    assert_eq!(
+        left, "0",
+        "worker 0 dropped the table once every worker was done"
+    );
+}
+
+/// Worker 1 is interrupted once it has measured a round of workload c: at the next meeting
+/// every worker stops as an interrupted run does (no barrier error: the cells measured are
+/// kept, the note names worker 1, every export is written, the exit code is the cells'), and
+/// `merge` refuses the parts as incomplete.
+#[test]
+fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
+    let Some(pg) = postgres_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
+    let watched = dir.path().join("worker-1").join("results.json");
+    let flag = flags[1].clone();
+    // Ctrl-C on worker 1 once its results show a measured round of c (at most 60 s).
+    let watcher = thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let measured = std::fs::read_to_string(&watched)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Report>(&t).ok())
+                .and_then(|r| r.cells.iter().find(|c| c.workload == "c").cloned())
+                .and_then(|c| c.throughput)
+                .is_some_and(|t| !t.rounds.is_empty());
+            if measured {
+                flag.store(true, Ordering::SeqCst);
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        false
+    });
+    let settings = [
+        ["--workload", "c"],
+        ["--records", "1000"],
+        ["--connections", "2"],
+        ["--rounds", "40"],
+        ["--duration", "200ms"],
+    ];
+    let parts = workers(dir.path(), &pg, &flags, settings.as_flattened());
+    assert!(watcher.join().unwrap(), "worker 1 measured a round of c");
+    for (i, (out, result)) in parts.iter().enumerate() {
+        let summary = result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("worker {i}: {e:#}"));
+        let report = &summary.report;
+        assert!(
+            report.notes.iter().any(|n| n.starts_with(
+                "The run was interrupted: worker 1 was interrupted (Ctrl-C) and stopped every worker"
+            )),
+            "worker {i}: {:#?}",
+            report.notes
+        );
+        let barrier = report.worker.as_ref().unwrap().barrier.as_ref().unwrap();
+        assert_eq!(
+            barrier.failure.as_deref(),
+            Some("worker 1 was interrupted (Ctrl-C)")
+        );
+        // The rounds measured are kept, and the run stopped long before its 40.
+        let c = cell(report, "c");
+        let rounds = c.throughput.as_ref().map_or(0, |t| t.rounds.len());
+        assert!((1..40).contains(&rounds), "worker {i}: {rounds} rounds");
+        assert!(
+            !c.reason.as_deref().unwrap_or("").contains("stopped:"),
+            "{:?}",
+            c.reason
+        );
+        assert_eq!(summary.exit, Exit::of(report));
+        assert!(out.join("report.md").is_file() && out.join("report.html").is_file());
+    }
+    let output = dir.path().join("merged");
+    let merge = common::scale::merge::MergeArgs {
+        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
+        expect_workers: 2,
+        output: output.clone(),
+        wait: None,
+    };
+    let error = common::scale::merge::run(&merge, "sql-bench", &sql_bench::REPORT)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "stopped at the barrier: worker 1 was interrupted (Ctrl-C); the run is incomplete"
+        ),
+        "{error}"
+    );
+    assert!(!output.exists(), "nothing merged as if complete");
+}
