@@ -7,6 +7,7 @@ pub mod compare;
 pub mod cputime;
 pub mod credentials;
 pub mod data;
+pub mod deadline;
 pub mod driver;
 pub mod environment;
 pub mod exit;

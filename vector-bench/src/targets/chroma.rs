@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::deadline::Deadline;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
@@ -24,8 +24,8 @@ use common::results::Location;
 use serde_json::{Value, json};
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, VectorTarget,
-    check_dimensions, host_of, location_of_host,
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError,
+    VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -122,6 +122,8 @@ pub struct ChromaTarget {
     /// Set ef by creating a collection per ef (true), or by changing the configuration.
     rebuild: bool,
     batch: usize,
+    /// `--build-ceiling`, as the last build was given it: each per-ef collection is a build too.
+    build_bound: Duration,
 }
 
 impl ChromaTarget {
@@ -181,6 +183,7 @@ impl ChromaTarget {
             location: location_of_host(host_of(host)),
             rebuild,
             batch: 1000,
+            build_bound: Duration::MAX,
         }))
     }
 
@@ -258,7 +261,7 @@ fn fill(
     ef_search: usize,
     data: &Dataset,
     batch: usize,
-    done: &AtomicU64,
+    progress: &BuildProgress,
 ) -> Result<(String, usize), String> {
     let create = json!({
         "name": name,
@@ -288,7 +291,7 @@ fn fill(
             &format!("/collections/{id}/add"),
             Some(body.as_bytes()),
         )?;
-        done.fetch_add((end - start) as u64, Ordering::Relaxed);
+        progress.sent((end - start) as u64)?;
     }
     Ok((id, batch))
 }
@@ -374,7 +377,7 @@ impl VectorTarget for ChromaTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.check(spec).await?;
@@ -386,10 +389,11 @@ impl VectorTarget for ChromaTarget {
             }
             let began = Instant::now();
             let (id, batch) = tokio::task::block_in_place(|| {
-                fill(&self.http, &name, spec, BUILD_EF, data, batch, done)
+                fill(&self.http, &name, spec, BUILD_EF, data, batch, progress)
             })
             .map_err(|e| self.identity.query_error(e))?;
             self.batch = batch;
+            self.build_bound = progress.deadline().bound();
             let insert_s = began.elapsed().as_secs_f64();
             let probe = json!({
                 "query_embeddings": [data.query(0)],
@@ -501,6 +505,7 @@ impl VectorTarget for ChromaTarget {
                 http: self.http.clone(),
                 spec: spec.clone(),
                 batch: self.batch,
+                build_bound: self.build_bound,
                 current_ef: BUILD_EF,
                 current: None,
                 rebuild: self.rebuild,
@@ -601,6 +606,7 @@ struct ChromaSearchers {
     http: Http,
     spec: IndexSpec,
     batch: usize,
+    build_bound: Duration,
     current_ef: usize,
     /// The per-ef collection searched now (`None`: the build's own).
     current: Option<String>,
@@ -622,7 +628,7 @@ impl ChromaSearchers {
             work.ef,
             &work.data,
             self.batch,
-            &AtomicU64::new(0),
+            &BuildProgress::new(Deadline::after(self.build_bound)),
         )?;
         if let Some(previous) = self.current.replace(name.clone()) {
             delete(&self.http, &previous)?;
@@ -660,8 +666,12 @@ impl Searchers for ChromaSearchers {
         })
     }
 
-    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
-        self.inner.pass(work)
+    fn pass<'a>(
+        &'a mut self,
+        work: &'a Arc<Work>,
+        ceiling: Duration,
+    ) -> BoxFuture<'a, Result<Pass, String>> {
+        self.inner.pass(work, ceiling)
     }
 
     fn window<'a>(
