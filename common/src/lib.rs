@@ -39,6 +39,7 @@ pub mod testing;
 pub mod tls;
 pub mod urlparts;
 pub mod verdict;
+pub mod watchdog;
 pub mod window;
 pub mod writer;
 
