@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::pacing::{Pace, Schedule, Tick};
 use crate::progress::{ProgressTx, Snapshot};
 use crate::recorder::Recorder;
+use crate::watchdog::{Interrupt, Watchdog};
 
 /// Why an operation did not complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +49,14 @@ pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// One worker's operation for a synchronous client, driven from its own thread.
 pub trait BlockingOperation: Send {
     fn call(&mut self, seq: u64) -> Result<(), OpError>;
+
+    /// How another thread stops the call in progress (SQLite's `sqlite3_interrupt`): the
+    /// worker's [`Watchdog`] uses it on a call still running at the ceiling, which then counts
+    /// as a timeout while the worker carries on. `None` (the default): a call cannot be
+    /// stopped from outside; one that returns past the ceiling is a timeout all the same.
+    fn interrupt(&self) -> Option<Interrupt> {
+        None
+    }
 
     /// As [`Operation::completed`].
     #[inline]
@@ -201,8 +210,11 @@ pub async fn drive<O: Operation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
     run.done()
 }
 
-/// Runs one worker's window on the calling thread and returns what it measured.
+/// Runs one worker's window on the calling thread and returns what it measured. A call still
+/// running at the ceiling is interrupted when the operation can be (its [`Watchdog`]), and any
+/// call that returns past the ceiling is a timeout, never a latency sample.
 pub fn drive_blocking<O: BlockingOperation>(op: &mut O, ctx: &WorkerCtx) -> Recorder {
+    let watchdog = op.interrupt().map(|i| Watchdog::start(ctx.ceiling, i));
     sleep_until(ctx.start);
     let mut run = Loop::new(ctx);
     loop {
@@ -219,7 +231,15 @@ pub fn drive_blocking<O: BlockingOperation>(op: &mut O, ctx: &WorkerCtx) -> Reco
             break;
         }
         let seq = run.schedule.issued() - 1;
+        if let Some(watchdog) = &watchdog {
+            watchdog.arm(seq, started);
+        }
         let result = op.call(seq);
+        let interrupted = watchdog.as_ref().is_some_and(|w| w.disarm(seq));
+        if interrupted || started.elapsed() >= ctx.ceiling {
+            run.recorder.record_timeout();
+            continue;
+        }
         let (go_on, latency) = run.finish(ctx, intended, started, result);
         if let Some(latency) = latency {
             op.completed(latency);

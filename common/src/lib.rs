@@ -7,6 +7,7 @@ pub mod compare;
 pub mod cputime;
 pub mod credentials;
 pub mod data;
+pub mod deadline;
 pub mod driver;
 pub mod environment;
 pub mod exit;
@@ -39,6 +40,7 @@ pub mod testing;
 pub mod tls;
 pub mod urlparts;
 pub mod verdict;
+pub mod watchdog;
 pub mod window;
 pub mod writer;
 

@@ -56,7 +56,9 @@ pub struct CommonOpts {
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Longest a window may overrun its duration before it is recorded as `timeout`.
+    /// Longest one operation may run before it is recorded as `timeout` (and stopped on the
+    /// server where the engine allows it); a window still busy that long after it closed is a
+    /// `timeout` too.
     #[arg(long, default_value = "120s", value_parser = human::parse_duration)]
     #[serde(
         rename = "ceiling_s",

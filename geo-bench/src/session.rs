@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::pool::{BoxFuture, Connector, Pool};
+use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
 use crate::events::Event;
@@ -41,6 +42,12 @@ pub trait GeoSession: Send + 'static {
 pub trait BlockingGeoSession: Send + 'static {
     fn insert(&mut self, batch: &[Event]) -> Result<(), OpError>;
     fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError>;
+
+    /// How the statement in progress is stopped from another thread
+    /// ([`BlockingOperation::interrupt`]); `None` for an engine that cannot.
+    fn interrupt(&self) -> Option<Interrupt> {
+        None
+    }
 }
 
 /// What one window's operations draw on; cheap to clone into every worker.
@@ -195,6 +202,10 @@ impl<S: GeoSession> Operation for GeoOp<S> {
 }
 
 impl<S: BlockingGeoSession> BlockingOperation for GeoOp<S> {
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.session.interrupt()
+    }
+
     fn call(&mut self, _seq: u64) -> Result<(), OpError> {
         match &self.work {
             Work::Insert {

@@ -5,8 +5,10 @@
 //! second meeting worker 0 counts the index against every worker's acknowledged documents.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
+use common::deadline::Deadline;
+use common::human::format_duration;
 use common::phases::window_line;
 use common::protocol::{Round, Step, schedule};
 use common::results::Status;
@@ -49,7 +51,7 @@ pub async fn ingest(state: &mut State<'_>) -> Result<anyhow::Result<()>, Barrier
             && state.systems[si].broken.is_none()
             && let Err(message) = create(state, si).await
         {
-            fail(state, si, measured, round, &message);
+            fail(state, si, measured, round, (Status::Error, message));
         }
         // A measured round opens on every worker or on none (worker 0 may have failed to
         // create the index, another worker's senders may have failed).
@@ -67,19 +69,32 @@ pub async fn ingest(state: &mut State<'_>) -> Result<anyhow::Result<()>, Barrier
                 true => meet_after(state, &sent).await?,
                 false => None,
             };
+            let sent = sent.and_then(|sent| match past_ceiling(&sent.0, common.ceiling) {
+                Some(reason) if !measured => Err((Status::Timeout, reason)),
+                _ => Ok(sent),
+            });
             match sent {
                 Ok((outcome, refresh_ms, server_cpu)) if measured => {
+                    let stopped = past_ceiling(&outcome, common.ceiling);
                     let slot = &mut state.slots[0][si];
-                    slot.record(round, &outcome, server_cpu);
-                    if !round.is_warmup() {
-                        slot.refresh_ms.push(refresh_ms);
+                    if let Some(reason) = &stopped {
+                        slot.builder
+                            .mark(Status::Timeout, format!("{}: {reason}", round_name(round)));
                     }
-                    if let Some((all, possible)) = acknowledged {
-                        check_count(state, si, round, all, possible).await;
+                    slot.record(round, &outcome, server_cpu);
+                    if let Some(reason) = stopped {
+                        fail(state, si, measured, round, (Status::Timeout, reason));
+                    } else {
+                        if !round.is_warmup() {
+                            slot.refresh_ms.push(refresh_ms);
+                        }
+                        if let Some((all, possible)) = acknowledged {
+                            check_count(state, si, round, all, possible).await;
+                        }
                     }
                 }
                 Ok(_) => {}
-                Err(message) => fail(state, si, measured, round, &message),
+                Err(problem) => fail(state, si, measured, round, problem),
             }
         }
         if let Err(e) = state.save() {
@@ -96,8 +111,15 @@ fn round_name(round: Round) -> String {
     }
 }
 
-/// System `si` cannot be loaded: its ingest cell (when measured) and everything after it.
-fn fail(state: &mut State<'_>, si: usize, measured: bool, round: Round, message: &str) {
+/// System `si` cannot be loaded (`error`), or its ingest ran past the ceiling (`timeout`):
+/// its ingest cell (when measured) and everything after it.
+fn fail(
+    state: &mut State<'_>,
+    si: usize,
+    measured: bool,
+    round: Round,
+    (status, message): (Status, String),
+) {
     let label = format!(
         "ingest · {} · {}",
         state.systems[si].name(),
@@ -105,11 +127,21 @@ fn fail(state: &mut State<'_>, si: usize, measured: bool, round: Round, message:
     );
     state.run.progress().line(format!("{label}: {message}"));
     if measured {
-        state.slots[0][si]
-            .builder
-            .mark(Status::Error, message.to_owned());
+        state.slots[0][si].builder.mark(status, message.clone());
     }
-    state.systems[si].broken = Some((Status::Error, message.to_owned()));
+    state.systems[si].broken = Some((status, message));
+}
+
+/// Why an ingest whose requests ran past the ceiling stopped; `None` when none did.
+fn past_ceiling(outcome: &WindowOutcome, ceiling: Duration) -> Option<String> {
+    let docs = outcome.recorder.counts.timeout;
+    (docs > 0).then(|| {
+        format!(
+            "the ingest stopped at a _bulk request still running at the ceiling (--ceiling {}); {docs} documents in requests past it, {} acknowledged before",
+            format_duration(ceiling),
+            outcome.recorder.counts.ok
+        )
+    })
 }
 
 /// Creates system `si`'s index afresh and keeps the settings it reads back.
@@ -124,13 +156,13 @@ async fn create(state: &mut State<'_>, si: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// One ingest of this worker's share: open its senders, send its bodies, refresh. The
-/// outcome's elapsed time includes the refresh; the refresh's own time is returned beside.
-async fn send(
-    state: &mut State<'_>,
-    si: usize,
-    round: Round,
-) -> Result<(WindowOutcome, f64, Option<u64>), String> {
+/// What one ingest gave: its outcome, the refresh's milliseconds and the server's CPU time.
+type Sent = (WindowOutcome, f64, Option<u64>);
+
+/// One ingest of this worker's share: open its senders, send its bodies, refresh (bounded by
+/// --ceiling: it is one request). The outcome's elapsed time includes the refresh; the
+/// refresh's own time is returned beside.
+async fn send(state: &mut State<'_>, si: usize, round: Round) -> Result<Sent, (Status, String)> {
     let common = &state.opts.common;
     let segment = state.worker.segment;
     let threads = segment.share(state.opts.ingest_threads) as usize;
@@ -154,13 +186,23 @@ async fn send(
         .target
         .open_ingest(threads)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (Status::Error, e.to_string()))?;
     let builder = &state.slots[0][si].builder;
     let server_before = builder.server_cpu_now();
     let mut outcome = workers.run(bulks, common.ceiling, interrupt).await;
-    let refresh_started = Instant::now();
-    system.target.refresh().await.map_err(|e| e.to_string())?;
-    let refresh = refresh_started.elapsed();
+    if outcome.recorder.counts.timeout > 0 {
+        // The ingest stopped at the ceiling: the engine is not searched, so not refreshed.
+        return Ok((outcome, 0.0, None));
+    }
+    let refreshing = Deadline::after(common.ceiling);
+    match refreshing
+        .within("the refresh", "--ceiling", system.target.refresh())
+        .await
+    {
+        Ok(refreshed) => refreshed.map_err(|e| (Status::Error, e.to_string()))?,
+        Err(past) => return Err((Status::Timeout, past.to_string())),
+    }
+    let refresh = refreshing.elapsed();
     outcome.elapsed += refresh;
     let server_cpu = state.slots[0][si].builder.server_cpu_since(server_before);
     state
@@ -175,7 +217,7 @@ async fn send(
 /// otherwise.
 async fn meet_after(
     state: &mut State<'_>,
-    sent: &Result<(WindowOutcome, f64, Option<u64>), String>,
+    sent: &Result<Sent, (Status, String)>,
 ) -> Result<Option<(u64, u64)>, BarrierError> {
     if !state.worker.is_part() {
         return Ok(None);

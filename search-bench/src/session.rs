@@ -167,6 +167,16 @@ impl Tally {
         }
     }
 
+    /// A request past the ceiling: its documents are timeouts, and the worker stops (what
+    /// the engine holds is no longer known).
+    fn past_ceiling(&mut self, bulk: &Bulk, ceiling: Duration) {
+        self.timeouts += bulk.docs;
+        self.recorder.fatal = Some(format!(
+            "a _bulk request was still running at the ceiling ({})",
+            common::human::format_duration(ceiling)
+        ));
+    }
+
     fn into_recorder(mut self) -> Recorder {
         self.recorder.counts.ok = self.docs_ok;
         self.recorder.counts.error = self.docs_failed;
@@ -246,11 +256,7 @@ impl<S: BulkSession> AsyncIngest for AsyncSessions<S> {
                                     }
                                 }
                                 Err(_) => {
-                                    tally.timeouts += bulk.docs;
-                                    tally.recorder.fatal = Some(format!(
-                                        "a _bulk request was not answered within {}",
-                                        common::human::format_duration(ceiling)
-                                    ));
+                                    tally.past_ceiling(bulk, ceiling);
                                     break;
                                 }
                             }
@@ -280,7 +286,7 @@ impl<S: BlockingBulkSession> BlockingIngest for BlockingSessions<S> {
     fn run(
         self: Box<Self>,
         bulks: Arc<[Bulk]>,
-        _ceiling: Duration,
+        ceiling: Duration,
         interrupt: Arc<AtomicBool>,
     ) -> WindowOutcome {
         let cpu_before = process_cpu_ns();
@@ -309,6 +315,12 @@ impl<S: BlockingBulkSession> BlockingIngest for BlockingSessions<S> {
                                 let bulk = &queue.bulks[i];
                                 let started = Instant::now();
                                 let result = session.bulk(bulk);
+                                // An in-process call cannot be stopped from outside; one that
+                                // returns past the ceiling is a timeout all the same.
+                                if started.elapsed() >= ceiling {
+                                    tally.past_ceiling(bulk, ceiling);
+                                    break;
+                                }
                                 if !tally.record(bulk, started, result) {
                                     break;
                                 }

@@ -254,6 +254,43 @@ fn an_interrupt_stops_the_run_and_keeps_what_was_measured() {
 }
 
 #[test]
+fn an_ingest_past_the_ceiling_is_a_timeout_and_the_run_goes_on_to_the_next_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (first, second) = (dir.path().join("a"), dir.path().join("b"));
+    let (first, second) = (
+        format!("a=tantivy:{}", first.display()),
+        format!("b=tantivy:{}", second.display()),
+    );
+    // A _bulk body of 1,000 documents takes tantivy milliseconds: every one passes 1 ms.
+    let extra = ["--target", &first, "--target", &second, "--ceiling", "1ms"];
+    let summary = run(&args(&out, &extra)).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    assert_matches_schema(&out);
+    for system in ["a", "b"] {
+        let ingest = cell(report, "_bulk ingest", system);
+        assert_eq!(ingest.status, Status::Timeout, "{ingest:?}");
+        let reason = ingest.reason.as_deref().unwrap();
+        assert!(
+            reason.starts_with(
+                "warm-up 1: the ingest stopped at a _bulk request still running at the ceiling (--ceiling 1ms); "
+            ),
+            "{reason}"
+        );
+        assert!(ingest.throughput.is_none(), "{ingest:?}");
+        for prefix in QUERY_WORKLOADS {
+            let query = cell(report, prefix, system);
+            assert_eq!(query.status, Status::Timeout, "{query:?}");
+            assert!(
+                query.reason.as_deref().unwrap().contains("--ceiling 1ms"),
+                "{query:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never");

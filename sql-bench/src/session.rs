@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::pool::{BoxFuture, Pool};
+use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -43,6 +44,12 @@ pub trait KvSession: Send + 'static {
 pub trait BlockingKvSession: Send + 'static {
     fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError>;
     fn read(&mut self, key: i64) -> Result<usize, OpError>;
+
+    /// How the statement in progress is stopped from another thread
+    /// ([`BlockingOperation::interrupt`]); `None` for an engine that cannot.
+    fn interrupt(&self) -> Option<Interrupt> {
+        None
+    }
 }
 
 /// What each operation of a window does.
@@ -182,6 +189,10 @@ impl<S: KvSession> Operation for CrudOp<S> {
 }
 
 impl<S: BlockingKvSession> BlockingOperation for CrudOp<S> {
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.session.interrupt()
+    }
+
     fn call(&mut self, seq: u64) -> Result<(), OpError> {
         match self.next_read() {
             Some(key) => {

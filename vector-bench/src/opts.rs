@@ -105,6 +105,19 @@ pub struct Opts {
     #[arg(long, default_value = "1000", value_parser = common::human::parse_count)]
     pub batch: u64,
 
+    /// Longest one system's index build may take (every row loaded, the index built and read
+    /// back, the search sessions opened): past it the build is stopped and every point of
+    /// that variant on that system is `timeout`; the run goes on. A build is many steps, not
+    /// one operation, so --ceiling does not bound it. The default leaves a wide margin over
+    /// --scale large (100,000 × 768) on two cores.
+    #[arg(long, default_value = "1h", value_parser = common::human::parse_duration)]
+    #[serde(
+        rename = "build_ceiling_s",
+        serialize_with = "common::options::seconds",
+        deserialize_with = "common::options::from_seconds"
+    )]
+    pub build_ceiling: std::time::Duration,
+
     /// Prefix of every collection, table or index vector-bench creates.
     #[arg(long, default_value = "fairbench")]
     pub namespace: String,

@@ -32,6 +32,8 @@ pub struct Plan {
     pub m: usize,
     pub ef_construction: usize,
     pub batch: usize,
+    /// How long one system's build may take (`--build-ceiling`).
+    pub build_ceiling: std::time::Duration,
     pub namespace: String,
     pub server_pids: Vec<ServerPid>,
     pub cache_dir: PathBuf,
@@ -157,6 +159,7 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
         m: opts.m as usize,
         ef_construction: opts.ef_construction as usize,
         batch: opts.batch as usize,
+        build_ceiling: opts.build_ceiling,
         namespace: opts.namespace.clone(),
         server_pids: opts.server_pids.clone(),
         cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),

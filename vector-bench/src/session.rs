@@ -1,11 +1,11 @@
 //! The measured path, below both targets and workloads and importing neither: a session
 //! searches one query; a pass runs every query once on one session (latency at concurrency 1,
-//! answers kept for recall); a window runs N sessions flat out for a duration (QPS). Targets
+//! answers kept for recall; a search past --ceiling is a timeout and ends the pass); a window runs N sessions flat out for a duration (QPS). Targets
 //! provide the session; the sweep sees only [`Searchers`].
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::pool::{BoxFuture, Connector, Pool};
@@ -46,6 +46,8 @@ pub struct Pass {
     pub call_ns: u64,
     /// Time of the whole pass, harness included.
     pub wall_ns: u64,
+    /// The query whose search passed the ceiling: a timeout, and the pass ended there.
+    pub timed_out_at: Option<usize>,
 }
 
 /// A system's open search sessions.
@@ -54,8 +56,13 @@ pub trait Searchers: Send {
     /// the search breadth as the system reports it after the change.
     fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>>;
 
-    /// Every query once, one after the other, on the first session.
-    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>>;
+    /// Every query once, one after the other, on the first session; a search that passes
+    /// `ceiling` is a timeout and the pass stops there.
+    fn pass<'a>(
+        &'a mut self,
+        work: &'a Arc<Work>,
+        ceiling: Duration,
+    ) -> BoxFuture<'a, Result<Pass, String>>;
 
     /// A QPS window on the first `n` sessions.
     fn window<'a>(
@@ -158,12 +165,20 @@ fn record(pass: &mut Pass, started: Instant, result: Result<(), OpError>, out: &
     }
 }
 
+/// A search past the ceiling: a timeout, never a latency sample; the pass ends with it.
+fn stop(pass: &mut Pass, started: Instant, query: usize) {
+    pass.call_ns += started.elapsed().as_nanos() as u64;
+    pass.recorder.record_timeout();
+    pass.timed_out_at = Some(query);
+}
+
 fn new_pass(work: &Work) -> Pass {
     Pass {
         recorder: Recorder::new(false),
         answers: Vec::with_capacity(work.query_count()),
         call_ns: 0,
         wall_ns: 0,
+        timed_out_at: None,
     }
 }
 
@@ -214,7 +229,11 @@ impl<S: SearchSession> Searchers for AsyncSearchers<S> {
         })
     }
 
-    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
+    fn pass<'a>(
+        &'a mut self,
+        work: &'a Arc<Work>,
+        ceiling: Duration,
+    ) -> BoxFuture<'a, Result<Pass, String>> {
         Box::pin(async move {
             let session = first(&mut self.pool)?;
             let mut pass = new_pass(work);
@@ -222,7 +241,13 @@ impl<S: SearchSession> Searchers for AsyncSearchers<S> {
             let began = Instant::now();
             for query in 0..work.query_count() {
                 let started = Instant::now();
-                let result = session.search(work, query, &mut out).await;
+                // Past the ceiling the search's future is dropped: an HTTP or gRPC request
+                // with it.
+                let searched = tokio::time::timeout(ceiling, session.search(work, query, &mut out));
+                let Ok(result) = searched.await else {
+                    stop(&mut pass, started, query);
+                    break;
+                };
                 if !record(&mut pass, started, result, &out) {
                     break;
                 }
@@ -267,7 +292,11 @@ impl<S: BlockingSearchSession> Searchers for BlockingSearchers<S> {
         })
     }
 
-    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
+    fn pass<'a>(
+        &'a mut self,
+        work: &'a Arc<Work>,
+        ceiling: Duration,
+    ) -> BoxFuture<'a, Result<Pass, String>> {
         Box::pin(async move {
             let session = first(&mut self.pool)?;
             // A pass is CPU-bound for an in-process index: keep it off the runtime's workers.
@@ -278,6 +307,12 @@ impl<S: BlockingSearchSession> Searchers for BlockingSearchers<S> {
                 for query in 0..work.query_count() {
                     let started = Instant::now();
                     let result = session.search(work, query, &mut out);
+                    // A blocking search cannot be stopped from outside; one that returns past
+                    // the ceiling is a timeout all the same, and the pass ends with it.
+                    if started.elapsed() >= ceiling {
+                        stop(&mut pass, started, query);
+                        break;
+                    }
                     if !record(&mut pass, started, result, &out) {
                         break;
                     }

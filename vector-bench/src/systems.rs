@@ -4,8 +4,8 @@
 //! report, per mode), and the index dropped once its points are measured.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
+use common::deadline::Deadline;
 use common::human::{format_rate, format_thousands};
 use common::options::TargetSpec;
 use common::procstat::{ServerPid, own_rss, tree_rss_bytes};
@@ -21,7 +21,9 @@ use crate::dataset::Dataset;
 use crate::index::IndexSpec;
 use crate::plan::Plan;
 use crate::session::Searchers;
-use crate::targets::{self, BuildReport, Mode, Reach, VectorTarget};
+use crate::targets::{
+    self, BUILD_FLAG, BUILD_PHASE, BuildProgress, BuildReport, Mode, Reach, VectorTarget,
+};
 use crate::workloads::sweep::Lane;
 
 /// One system as the run sees it: a target and its lanes (one per mode).
@@ -223,21 +225,41 @@ impl Build<'_> {
             format_thousands(spec.rows as f64)
         ));
         let rss_before = own_rss().map(|r| r.current_bytes);
-        let done = AtomicU64::new(0);
-        let build = match system
-            .target
-            .build(spec, self.data, self.plan.batch, &done)
-            .await
-        {
-            Ok(build) => build,
-            Err(e) => {
+        let rows = BuildProgress::new(Deadline::after(self.plan.build_ceiling));
+        let deadline = *rows.deadline();
+        let built = deadline
+            .within(
+                BUILD_PHASE,
+                BUILD_FLAG,
+                system.target.build(spec, self.data, self.plan.batch, &rows),
+            )
+            .await;
+        let build = match built {
+            Ok(Ok(build)) => build,
+            Ok(Err(e)) if !deadline.passed() => {
                 let reason = format!("building the index failed: {e}");
                 return (entry, Some((Status::Error, reason)));
             }
+            Ok(Err(_)) | Err(_) => return (entry, Some(past_the_bound(&deadline, &rows))),
         };
         self.describe_build(system, &build, rss_before, &mut entry, progress);
-        let problem = self.verify_and_open(system, &mut entry).await;
-        (entry, problem)
+        // Reading the index back and opening the sessions are part of the build's bound.
+        match deadline
+            .within(
+                BUILD_PHASE,
+                BUILD_FLAG,
+                self.verify_and_open(system, &mut entry),
+            )
+            .await
+        {
+            Ok(problem) => (entry, problem),
+            Err(_) => {
+                for lane in &mut system.lanes {
+                    lane.searchers = None;
+                }
+                (entry, Some(past_the_bound(&deadline, &rows)))
+            }
+        }
     }
 
     /// On a worker other than worker 0: reads back the index worker 0 built and opens this
@@ -352,6 +374,16 @@ impl Build<'_> {
         }
         problem
     }
+}
+
+/// A build stopped at `--build-ceiling`: `timeout`, with how far it got.
+fn past_the_bound(deadline: &Deadline, rows: &BuildProgress) -> (Status, String) {
+    let past = deadline.past(BUILD_PHASE, BUILD_FLAG);
+    let reason = format!(
+        "{past}; {} rows sent by then",
+        format_thousands(rows.rows() as f64)
+    );
+    (Status::Timeout, reason)
 }
 
 /// Puts one build into the report: its entry under `extra.builds`, the settings read back

@@ -13,6 +13,7 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
+use common::watchdog::Interrupt;
 use geo::{Contains, Distance, Geodesic, Point};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -470,5 +471,12 @@ impl BlockingGeoSession for SqliteSession {
 
     fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError> {
         answer(&self.conn, query, ids).map_err(failed)
+    }
+
+    /// `sqlite3_interrupt`: the statement stops with SQLITE_INTERRUPT (its transaction rolled
+    /// back) and the connection stays usable.
+    fn interrupt(&self) -> Option<Interrupt> {
+        let handle = self.conn.get_interrupt_handle();
+        Some(Arc::new(move || handle.interrupt()))
     }
 }

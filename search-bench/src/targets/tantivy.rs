@@ -64,7 +64,9 @@ fn schema() -> (Schema, Fields) {
 
 struct Live {
     index: Index,
-    writer: Arc<IndexWriter>,
+    /// `None` while a commit runs on its own thread, and for good once one was left behind
+    /// at the ceiling.
+    writer: Option<Arc<IndexWriter>>,
     reader: IndexReader,
     fields: Fields,
 }
@@ -278,7 +280,7 @@ impl Target for TantivyTarget {
                 .map_err(|e| self.error(e))?;
             self.live = Some(Live {
                 index,
-                writer: Arc::new(writer),
+                writer: Some(Arc::new(writer)),
                 reader,
                 fields,
             });
@@ -289,9 +291,13 @@ impl Target for TantivyTarget {
     fn open_ingest(&mut self, n: usize) -> BoxFuture<'_, Result<IngestWorkers, TargetError>> {
         Box::pin(async move {
             let live = self.live()?;
+            let writer = live.writer.clone().ok_or_else(|| {
+                self.identity
+                    .query_error("the index writer was left behind in a commit past the ceiling")
+            })?;
             let sessions = (0..n)
                 .map(|_| BulkParser {
-                    writer: live.writer.clone(),
+                    writer: writer.clone(),
                     fields: live.fields,
                 })
                 .collect();
@@ -307,9 +313,26 @@ impl Target for TantivyTarget {
                 .live
                 .as_mut()
                 .ok_or_else(|| error("the index has not been created".into()))?;
-            let writer = Arc::get_mut(&mut live.writer)
-                .ok_or_else(|| error("an ingest session still holds the writer".into()))?;
-            writer.commit().map_err(|e| error(e.to_string()))?;
+            let mut writer = live.writer.take().ok_or_else(|| {
+                error("the index writer was left behind in a commit past the ceiling".into())
+            })?;
+            if Arc::get_mut(&mut writer).is_none() {
+                live.writer = Some(writer);
+                return Err(error("an ingest session still holds the writer".into()));
+            }
+            // On its own thread, so a bound on the refresh can leave a commit that hangs
+            // behind (the writer with it) instead of holding the runtime's thread.
+            let committed = tokio::task::spawn_blocking(move || {
+                let result = Arc::get_mut(&mut writer)
+                    .expect("the only handle to the writer")
+                    .commit();
+                (writer, result)
+            })
+            .await
+            .map_err(|e| error(format!("the commit thread failed: {e}")))?;
+            let (writer, result) = committed;
+            live.writer = Some(writer);
+            result.map_err(|e| error(e.to_string()))?;
             live.reader.reload().map_err(|e| error(e.to_string()))
         })
     }

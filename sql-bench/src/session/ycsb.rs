@@ -18,6 +18,7 @@ use common::driver::OpError;
 use common::lanes::Lanes;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::recorder::Recorder;
+use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
 use self::op::{Mix, Shape, YcsbOp};
@@ -112,6 +113,12 @@ pub trait BlockingYcsbSession: Send + 'static {
     ) -> Result<Option<Fetched>, OpError>;
     fn delete(&mut self, key: &str) -> Result<u64, OpError>;
     fn insert_batch(&mut self, records: &[Record]) -> Result<(), OpError>;
+
+    /// How the statement in progress is stopped from another thread
+    /// ([`BlockingOperation::interrupt`]); `None` for an engine that cannot.
+    fn interrupt(&self) -> Option<Interrupt> {
+        None
+    }
 }
 
 /// One window: what was measured in all, and per kind of operation.

@@ -12,6 +12,7 @@ use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
+use common::watchdog::Interrupt;
 use rusqlite::{Connection, OptionalExtension, params};
 
 mod docs;
@@ -447,8 +448,111 @@ impl BlockingKvSession for SqliteSession {
             Err(e) => Err(failed(e)),
         }
     }
+
+    /// `sqlite3_interrupt`: the statement stops with SQLITE_INTERRUPT (an insert's
+    /// transaction rolled back) and the connection stays usable.
+    fn interrupt(&self) -> Option<Interrupt> {
+        let handle = self.conn.get_interrupt_handle();
+        Some(Arc::new(move || handle.interrupt()))
+    }
 }
 
 fn failed(e: impl ToString) -> OpError {
     OpError::Failed(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    use common::window::WindowPlan;
+
+    use super::*;
+    use crate::session::{Kind, Mix};
+
+    fn plan(duration: Duration, ceiling: Duration) -> WindowPlan {
+        WindowPlan {
+            duration,
+            ceiling,
+            rate_per_s: None,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            progress: None,
+        }
+    }
+
+    fn mix(kind: Kind, window: u64) -> Mix {
+        Mix {
+            kind,
+            read_keys: 1,
+            value_len: 4,
+            values: vec!["abcd".to_owned()].into(),
+            window,
+            seed: 42,
+            first_connection: 0,
+        }
+    }
+
+    /// Every insert fires a trigger that joins a 1,000-row table with itself three times (10^9
+    /// rows, many seconds): under a 200 ms ceiling each one is stopped by `sqlite3_interrupt`,
+    /// counted as a timeout, and the same worker goes on to the next; afterwards the session
+    /// answers at once, so nothing is still running on it.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_statement_past_the_ceiling_is_interrupted_and_the_worker_carries_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = TargetSpec::parse("sqlite").unwrap();
+        let mut target = SqliteTarget::open(&spec, dir.path()).await.unwrap();
+        let table = KvTable {
+            name: "kv",
+            value_len: 4,
+        };
+        target
+            .create_kv(table, &[(1, "abcd".into())])
+            .await
+            .unwrap();
+        let path = dir.path().join("sqlite").join("fairbench.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE slow (x INTEGER);
+                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000)
+                 INSERT INTO slow SELECT x FROM c;
+                 CREATE TRIGGER slow_insert AFTER INSERT ON fairbench_kv BEGIN
+                   SELECT count(*) FROM slow a, slow b, slow c;
+                 END;",
+            )
+            .unwrap();
+        let mut workers = target.open_kv_workers(1, table, table).await.unwrap();
+        let (duration, ceiling) = (Duration::from_secs(1), Duration::from_millis(200));
+        let began = Instant::now();
+        let writes = workers
+            .run_window(1, &mix(Kind::Write, 1), &plan(duration, ceiling))
+            .await
+            .unwrap();
+        let took = began.elapsed();
+        let outcome = &writes.outcome;
+        assert_eq!(outcome.stuck_workers, 0, "{outcome:?}");
+        assert_eq!(outcome.recorder.counts.ok, 0, "{outcome:?}");
+        assert!(
+            outcome.recorder.counts.timeout >= 3,
+            "one worker, one statement stopped after another: {outcome:?}"
+        );
+        assert_eq!(outcome.recorder.fatal, None);
+        assert!(took < duration + ceiling, "{took:?}");
+        // The same session, at once: a read window answers with no timeout.
+        let reads = workers
+            .run_window(
+                1,
+                &mix(Kind::Read, 2),
+                &plan(Duration::from_millis(200), ceiling),
+            )
+            .await
+            .unwrap();
+        let counts = reads.outcome.recorder.counts;
+        assert!(counts.ok > 0 && counts.timeout == 0, "{counts:?}");
+        assert!(
+            reads.outcome.recorder.latency.max() < 50_000_000,
+            "{reads:?}"
+        );
+    }
 }

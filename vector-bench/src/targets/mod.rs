@@ -13,8 +13,9 @@ pub mod usearch;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use common::deadline::Deadline;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 use common::results::Location;
@@ -115,6 +116,45 @@ pub struct BuildReport {
     pub index_bytes: Option<u64>,
 }
 
+/// What a build says does not stop it: `--build-ceiling` sets its bound.
+pub const BUILD_PHASE: &str = "building the index";
+pub const BUILD_FLAG: &str = "--build-ceiling";
+
+/// A build's progress and its bound: the rows sent so far, and the deadline a loop that cannot
+/// be preempted (rows added in process, batches sent by a blocking client) checks between
+/// batches. The caller also drops an async build at the deadline.
+#[derive(Debug)]
+pub struct BuildProgress {
+    rows: AtomicU64,
+    deadline: Deadline,
+}
+
+impl BuildProgress {
+    pub fn new(deadline: Deadline) -> BuildProgress {
+        BuildProgress {
+            rows: AtomicU64::new(0),
+            deadline,
+        }
+    }
+
+    /// Counts `rows` more rows sent; `Err` (a complete sentence) once the build is past its
+    /// bound, for the loop to stop there.
+    pub fn sent(&self, rows: u64) -> Result<(), String> {
+        self.rows.fetch_add(rows, Ordering::Relaxed);
+        self.deadline
+            .check(BUILD_PHASE, BUILD_FLAG)
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows.load(Ordering::Relaxed)
+    }
+
+    pub fn deadline(&self) -> &Deadline {
+        &self.deadline
+    }
+}
+
 /// The control path of a system: everything but the measured searches.
 pub trait VectorTarget: Send {
     /// The system's name (`--target NAME=…`, else its kind), kind and redacted URL.
@@ -137,13 +177,14 @@ pub trait VectorTarget: Send {
     fn check<'a>(&'a mut self, spec: &'a IndexSpec) -> BoxFuture<'a, Result<(), TargetError>>;
 
     /// (Re)creates fairbench's collection, loads every row with its category, builds the index
-    /// and waits until it answers queries. `done` counts rows sent, for a progress bar.
+    /// and waits until it answers queries. Each batch sent goes through
+    /// [`BuildProgress::sent`], which stops the build once it is past `--build-ceiling`.
     fn build<'a>(
         &'a mut self,
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>>;
 
     /// The index's parameters and row count as the system reports them: setting → value.

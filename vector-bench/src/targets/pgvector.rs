@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::{BufMut, BytesMut};
@@ -25,8 +24,8 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement};
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState, VectorTarget,
-    check_dimensions,
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState,
+    VectorTarget, check_dimensions,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -200,7 +199,7 @@ impl PgvectorTarget {
         table: &str,
         data: &Dataset,
         batch: usize,
-        done: &AtomicU64,
+        progress: &BuildProgress,
     ) -> Result<(), TargetError> {
         let sink = self
             .control
@@ -231,7 +230,9 @@ impl PgvectorTarget {
                     self.identity
                         .query_error(format!("COPY into {table}: {}", message(&e)))
                 })?;
-            done.fetch_add((end - start) as u64, Ordering::Relaxed);
+            progress
+                .sent((end - start) as u64)
+                .map_err(|e| self.identity.query_error(e))?;
         }
         sink.as_mut().finish().await.map_err(|e| {
             self.identity
@@ -345,7 +346,7 @@ impl VectorTarget for PgvectorTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             let names = Names::of(spec);
@@ -360,7 +361,7 @@ impl VectorTarget for PgvectorTarget {
             ))
             .await?;
             let began = Instant::now();
-            self.copy_rows(&table, data, batch, done).await?;
+            self.copy_rows(&table, data, batch, progress).await?;
             let insert_s = began.elapsed().as_secs_f64();
             let (_, opclass) = operator(spec.metric);
             let indexed = match spec.variant {

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::driver::OpError;
@@ -26,8 +25,8 @@ use qdrant_client::qdrant::{
 };
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, VectorTarget,
-    check_dimensions, host_of, location_of_host,
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError,
+    VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -193,7 +192,7 @@ impl VectorTarget for QdrantTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.check(spec).await?;
@@ -258,7 +257,9 @@ impl VectorTarget for QdrantTarget {
                     .upsert_points(UpsertPointsBuilder::new(name.clone(), points).wait(true))
                     .await
                     .map_err(|e| self.identity.query_error(e))?;
-                done.fetch_add((end - start) as u64, Ordering::Relaxed);
+                progress
+                    .sent((end - start) as u64)
+                    .map_err(|e| self.identity.query_error(e))?;
             }
             let insert_s = began.elapsed().as_secs_f64();
             self.wait_indexed(&name, data.rows()).await?;

@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use common::driver::OpError;
@@ -35,7 +34,8 @@ use qdrant_edge::{
 };
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, QDRANT_EDGE_LABEL, TargetError, VectorTarget,
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, QDRANT_EDGE_LABEL,
+    TargetError, VectorTarget,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -152,7 +152,7 @@ fn upsert_all(
     shard: &EdgeShard,
     data: &Dataset,
     batch: usize,
-    done: &AtomicU64,
+    progress: &BuildProgress,
 ) -> Result<(), String> {
     for start in (0..data.rows()).step_by(batch.max(1)) {
         let end = (start + batch.max(1)).min(data.rows());
@@ -171,7 +171,7 @@ fn upsert_all(
                 PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
             ))
             .map_err(|e| format!("upserting rows {start}..{end}: {e}"))?;
-        done.fetch_add((end - start) as u64, Ordering::Relaxed);
+        progress.sent((end - start) as u64)?;
     }
     Ok(())
 }
@@ -190,7 +190,7 @@ fn build_shard(
     spec: &IndexSpec,
     data: &Dataset,
     batch: usize,
-    done: &AtomicU64,
+    progress: &BuildProgress,
 ) -> Result<(EdgeShard, f64), String> {
     let shard = EdgeShard::new(dir, QdrantEdgeTarget::config(spec)).map_err(|e| e.to_string())?;
     // Before the build, so the graph gets its per-category links.
@@ -203,7 +203,7 @@ fn build_shard(
         ))
         .map_err(|e| format!("creating the payload index: {e}"))?;
     let began = Instant::now();
-    upsert_all(&shard, data, batch, done)?;
+    upsert_all(&shard, data, batch, progress)?;
     let insert_s = began.elapsed().as_secs_f64();
     shard
         .optimize()
@@ -286,7 +286,7 @@ impl VectorTarget for QdrantEdgeTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.shard = None;
@@ -296,7 +296,7 @@ impl VectorTarget for QdrantEdgeTarget {
                 .map_err(|e| self.identity.query_error(format!("{}: {e}", dir.display())))?;
             let began = Instant::now();
             let (shard, insert_s) =
-                tokio::task::block_in_place(|| build_shard(&dir, spec, data, batch, done))
+                tokio::task::block_in_place(|| build_shard(&dir, spec, data, batch, progress))
                     .map_err(|e| self.identity.query_error(e))?;
             let probe = shard
                 .search(SearchRequest {

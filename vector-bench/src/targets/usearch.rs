@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use common::driver::OpError;
@@ -13,7 +12,9 @@ use common::pool::{BoxFuture, Connector};
 use common::results::Location;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind, b1x8};
 
-use super::{BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget};
+use super::{
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget,
+};
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
 use crate::session::{BlockingSearchSession, Work};
@@ -124,7 +125,7 @@ impl VectorTarget for UsearchTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         _batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.index = None;
@@ -137,7 +138,7 @@ impl VectorTarget for UsearchTarget {
             let began = Instant::now();
             let binary = spec.variant == Variant::Binary;
             let failure =
-                tokio::task::block_in_place(|| add_all(&index, data, binary, threads, done));
+                tokio::task::block_in_place(|| add_all(&index, data, binary, threads, progress));
             if let Some(message) = failure {
                 return Err(self.identity.query_error(message));
             }
@@ -237,7 +238,7 @@ fn add_all(
     data: &Dataset,
     binary: bool,
     threads: usize,
-    done: &AtomicU64,
+    progress: &BuildProgress,
 ) -> Option<String> {
     let rows = data.rows();
     let per_thread = rows.div_ceil(threads).max(1);
@@ -261,12 +262,13 @@ fn add_all(
                         }
                         pending += 1;
                         if pending == 1024 {
-                            done.fetch_add(pending, Ordering::Relaxed);
+                            if let Err(stopped) = progress.sent(pending) {
+                                return Some(stopped);
+                            }
                             pending = 0;
                         }
                     }
-                    done.fetch_add(pending, Ordering::Relaxed);
-                    None
+                    progress.sent(pending).err()
                 })
             })
             .collect();

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use common::data::Checksum;
+use common::human::format_duration;
 use common::protocol::{CellBuilder, Round};
 use common::recorder::{encode_histogram, percentiles};
 use common::results::{Cell, Status};
@@ -73,6 +74,7 @@ pub struct PointBuilder {
     /// A digest of every answer of the last scored pass: equal digests at two ef points mean
     /// the system answered exactly the same.
     answers_digest: Option<String>,
+    ceiling: Duration,
 }
 
 impl PointBuilder {
@@ -93,11 +95,21 @@ impl PointBuilder {
             harness_ns_per_query: Vec::new(),
             ef_reported: None,
             answers_digest: None,
+            ceiling,
         }
     }
 
     pub fn is_live(&self) -> bool {
         self.cell.is_live()
+    }
+
+    pub fn status(&self) -> Status {
+        self.cell.status()
+    }
+
+    /// Why the cell is not ok, as it stands.
+    pub fn reason(&self) -> String {
+        self.to_cell().reason.unwrap_or_default()
     }
 
     pub fn mark(&mut self, status: Status, reason: impl Into<String>) {
@@ -131,10 +143,22 @@ impl PointBuilder {
         self.ef_reported = Some(reported);
     }
 
-    /// Folds in one pass: its failures always, its latency and score only when measured.
+    /// Folds in one pass: its failures always, its latency and score only when measured. A
+    /// pass that ended at a search past the ceiling makes the cell `timeout`, and adds nothing
+    /// else: the rounds before it are what the cell holds.
     pub fn add_pass(&mut self, round: Round, pass: &Pass, data: &Dataset, truth: &Truth) {
         let rec = &pass.recorder;
         let label = round_label(round);
+        if let Some(query) = pass.timed_out_at {
+            self.cell.mark(
+                Status::Timeout,
+                format!(
+                    "{label}: latency pass: the search of query {query} was still running at the ceiling (--ceiling {}): a timeout, and the pass ended there",
+                    format_duration(self.ceiling)
+                ),
+            );
+            return;
+        }
         if let Some(fatal) = &rec.fatal {
             self.cell
                 .mark(Status::Error, format!("{label}: latency pass: {fatal}"));

@@ -242,12 +242,19 @@ async fn one_round(
         round.label(common.warmup, common.rounds)
     );
     if worker.prepares() {
-        match searchers.pass(work).await {
+        match searchers.pass(work, common.ceiling).await {
             Ok(pass) => builder.add_pass(round, &pass, &work.data, &at.point.truth),
             Err(e) => builder.mark(Status::Error, format!("{}: {e}", round_label(round))),
         }
     }
     worker.sync(0).await?;
+    if !builder.is_live() && builder.status() == Status::Timeout {
+        // The pass ended at the ceiling: the cell is over, and the window would only wait on
+        // the same search again.
+        run.progress()
+            .line(format!("{label}: {}", builder.reason()));
+        return Ok(());
+    }
     run.progress().window(label.clone(), common.duration);
     let connections = sweep.connections() as usize;
     let server_before = builder.server_cpu_now();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::driver::{BlockingOperation, OpError, Operation};
+use common::watchdog::Interrupt;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -403,6 +404,10 @@ impl<S: YcsbSession> Operation for YcsbOp<S> {
 }
 
 impl<S: BlockingYcsbSession> BlockingOperation for YcsbOp<S> {
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.session.interrupt()
+    }
+
     fn call(&mut self, _seq: u64) -> Result<(), OpError> {
         let step = match self.next_step() {
             Ok(step) => step,

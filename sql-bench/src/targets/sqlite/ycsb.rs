@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use common::driver::OpError;
 use common::pool::{BoxFuture, Connector};
+use common::watchdog::Interrupt;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
@@ -236,6 +237,13 @@ impl SqliteYcsb {
 }
 
 impl BlockingYcsbSession for SqliteYcsb {
+    /// `sqlite3_interrupt`: the statement stops with SQLITE_INTERRUPT (its transaction rolled
+    /// back) and the connection stays usable.
+    fn interrupt(&self) -> Option<Interrupt> {
+        let handle = self.conn.get_interrupt_handle();
+        Some(Arc::new(move || handle.interrupt()))
+    }
+
     fn read(&mut self, key: &str) -> Result<Option<Fetched>, OpError> {
         self.read_row(key)
     }

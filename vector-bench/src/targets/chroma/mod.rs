@@ -18,10 +18,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::deadline::Deadline;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
@@ -33,8 +33,8 @@ mod http;
 use http::{Access, Http, authorization, heartbeat};
 
 use super::{
-    BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState, VectorTarget,
-    check_dimensions, host_of, location_of_host,
+    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState,
+    VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -70,6 +70,8 @@ pub struct ChromaTarget {
     /// Set ef by creating a collection per ef (true), or by changing the configuration.
     rebuild: bool,
     batch: usize,
+    /// `--build-ceiling`, as the last build was given it: each per-ef collection is a build too.
+    build_bound: Duration,
 }
 
 impl ChromaTarget {
@@ -131,6 +133,7 @@ impl ChromaTarget {
             location: location_of_host(host_of(host)),
             rebuild,
             batch: 1000,
+            build_bound: Duration::MAX,
         }))
     }
 
@@ -199,7 +202,7 @@ async fn fill(
     ef_search: usize,
     data: &Dataset,
     batch: usize,
-    done: &AtomicU64,
+    progress: &BuildProgress,
 ) -> Result<(String, usize), String> {
     let create = json!({
         "name": name,
@@ -226,7 +229,7 @@ async fn fill(
         let body = add_body(data, start, end);
         http.ok("POST", &format!("/collections/{id}/add"), Some(body.into()))
             .await?;
-        done.fetch_add((end - start) as u64, Ordering::Relaxed);
+        progress.sent((end - start) as u64)?;
     }
     Ok((id, batch))
 }
@@ -315,7 +318,7 @@ impl VectorTarget for ChromaTarget {
         spec: &'a IndexSpec,
         data: &'a Arc<Dataset>,
         batch: usize,
-        done: &'a AtomicU64,
+        progress: &'a BuildProgress,
     ) -> BoxFuture<'a, Result<BuildReport, TargetError>> {
         Box::pin(async move {
             self.check(spec).await?;
@@ -325,9 +328,10 @@ impl VectorTarget for ChromaTarget {
                 self.answer(self.http.ok("DELETE", &path, None).await)?;
             }
             let began = Instant::now();
-            let filled = fill(&self.http, &name, spec, BUILD_EF, data, batch, done).await;
+            let filled = fill(&self.http, &name, spec, BUILD_EF, data, batch, progress).await;
             let (id, batch) = self.answer(filled)?;
             self.batch = batch;
+            self.build_bound = progress.deadline().bound();
             let insert_s = began.elapsed().as_secs_f64();
             let probe = json!({
                 "query_embeddings": [data.query(0)],
@@ -434,6 +438,7 @@ impl VectorTarget for ChromaTarget {
                 http: self.http.clone(),
                 spec: spec.clone(),
                 batch: self.batch,
+                build_bound: self.build_bound,
                 current_ef: BUILD_EF,
                 current: None,
                 rebuild: self.rebuild,
@@ -542,6 +547,7 @@ struct ChromaSearchers {
     http: Http,
     spec: IndexSpec,
     batch: usize,
+    build_bound: Duration,
     current_ef: usize,
     /// The per-ef collection searched now (`None`: the build's own).
     current: Option<String>,
@@ -563,7 +569,7 @@ impl ChromaSearchers {
             work.ef,
             &work.data,
             self.batch,
-            &AtomicU64::new(0),
+            &BuildProgress::new(Deadline::after(self.build_bound)),
         )
         .await?;
         if let Some(previous) = self.current.replace(name.clone()) {
@@ -607,8 +613,12 @@ impl Searchers for ChromaSearchers {
         })
     }
 
-    fn pass<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<Pass, String>> {
-        self.inner.pass(work)
+    fn pass<'a>(
+        &'a mut self,
+        work: &'a Arc<Work>,
+        ceiling: Duration,
+    ) -> BoxFuture<'a, Result<Pass, String>> {
+        self.inner.pass(work, ceiling)
     }
 
     fn window<'a>(
