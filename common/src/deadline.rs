@@ -39,10 +39,6 @@ impl Deadline {
         Deadline { started, bound, at }
     }
 
-    pub fn at(&self) -> Instant {
-        self.at
-    }
-
     pub fn bound(&self) -> Duration {
         self.bound
     }
