@@ -67,7 +67,9 @@ fn parse_scaled(text: &str) -> Result<f64, String> {
 /// Formats a duration the way it would be typed (`10s`, `1.5s`, `250ms`).
 pub fn format_duration(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms >= 1000 && ms.is_multiple_of(1000) {
+    if ms == 0 {
+        format!("{}µs", duration.as_micros())
+    } else if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else if ms >= 1000 {
         format!("{:.1}s", duration.as_secs_f64())
@@ -189,6 +191,7 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(10)), "10s");
         assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_micros(1)), "1µs", "not 0ms");
         assert_eq!(format_bytes(512), "512 B");
         assert_eq!(format_bytes(3 * 1024 * 1024 * 1024 / 2), "1.5 GiB");
     }

@@ -63,8 +63,9 @@ fn a_build_past_the_build_ceiling_is_a_timeout_and_the_run_goes_on() {
 fn a_latency_pass_whose_search_passes_the_ceiling_is_a_timeout_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
-    // An exact scan of 20,000 × 256 takes milliseconds a query: every one passes 1 ms. The
-    // usearch build is cut short too, so the test stays quick.
+    // No exact scan finishes in a microsecond, not even of the 200 rows the 1% filter admits
+    // (1 ms was not enough: on an idle core those finish inside it). The usearch build is cut
+    // short too, so the test stays quick.
     let extra = [
         "--rows",
         "20000",
@@ -73,7 +74,7 @@ fn a_latency_pass_whose_search_passes_the_ceiling_is_a_timeout_and_the_run_goes_
         "--variants",
         "f32",
         "--ceiling",
-        "1ms",
+        "1us",
         "--build-ceiling",
         "1ms",
     ];
@@ -90,7 +91,7 @@ fn a_latency_pass_whose_search_passes_the_ceiling_is_a_timeout_and_the_run_goes_
         assert_eq!(cell.status, Status::Timeout, "{cell:?}");
         let reason = cell.reason.as_deref().unwrap();
         assert!(
-            reason.starts_with("warm-up 1: latency pass: the search of query 0 was still running at the ceiling (--ceiling 1ms)"),
+            reason.starts_with("warm-up 1: latency pass: the search of query 0 was still running at the ceiling (--ceiling 1µs)"),
             "{reason}"
         );
         // The cell ended there: no window was run on it.
