@@ -50,12 +50,13 @@ pub fn run_tooling(tooling: &Tooling, tool: &str, report: &dyn ToolReport) -> an
         Tooling::K8sManifest(args) => {
             let now = crate::clock::compact(&crate::clock::now_rfc3339()).to_lowercase();
             let default_id = format!("{}-{now}", args.name.as_deref().unwrap_or(tool));
-            let yaml = crate::scale::manifest::render(args, tool, &default_id)
-                .map_err(anyhow::Error::msg)?;
-            // The tool's own refusals of worker mode: pods that would all exit 2 are no run.
+            // The tool's own refusals of worker mode first (they say why a suite cannot be
+            // split): pods that would all exit 2 are no run.
             let worker_args = crate::scale::manifest::worker_args(args, tool, &default_id);
             report
                 .refuse_workers(&worker_args)
+                .map_err(anyhow::Error::msg)?;
+            let yaml = crate::scale::manifest::render(args, tool, &default_id)
                 .map_err(anyhow::Error::msg)?;
             print!("{yaml}");
             Ok(Exit::AllOk)

@@ -40,6 +40,10 @@ fn k8s_manifest_refuses_what_the_suite_refuses_with_its_own_line() {
             "write 1c: 1 connection(s) cannot be shared by 2 workers",
         ),
         (
+            vec!["app", "--rows", "1000"],
+            "--worker-count 2: sql-bench app times one client's requests, one at a time, over one data set",
+        ),
+        (
             vec!["crud", "--rounds", "x"],
             "invalid value 'x' for '--rounds",
         ),

@@ -37,6 +37,21 @@ pub const REPORT: common::export::BySuite<'static> = common::export::BySuite(&[
     ("ground-truth", &report::TruthReport),
 ]);
 
+/// What the tooling subcommands render with, and `k8s-manifest`'s check of a worker's
+/// arguments: the plan's checks (an embedded index refused as several workers), before anything
+/// is touched.
+pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::WithWorkerCheck {
+    report: &REPORT,
+    check: refuse_workers,
+};
+
+fn refuse_workers(args: &[String]) -> Result<(), String> {
+    let opts: Opts = common::export::parse_worker_args("vector-bench", args)?;
+    plan::plan(&opts.resolved())
+        .map(drop)
+        .map_err(|e| format!("{e:#}"))
+}
+
 /// Runs vector-bench on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {
     on_runtime(opts, None)

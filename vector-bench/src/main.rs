@@ -5,6 +5,6 @@ fn main() -> std::process::ExitCode {
     common::cli::main(
         vector_bench::EXAMPLES,
         vector_bench::run,
-        &vector_bench::REPORT,
+        &vector_bench::TOOLING,
     )
 }

@@ -10,7 +10,7 @@ use common::procstat::{ServerPid, rss_of};
 use crate::dataset::{DataPlan, Dataset};
 use crate::index::{IndexSpec, Variant};
 use crate::opts::Opts;
-use crate::targets::DEFAULT_TARGET;
+use crate::targets::{DEFAULT_TARGET, is_embedded};
 use crate::workloads::{Family, FilterMode};
 
 /// The most rows × dimensions a run will hold in memory (4 bytes each): 8 GiB.
@@ -138,6 +138,13 @@ pub fn plan(opts: &Opts) -> anyhow::Result<Plan> {
         targets.push(TargetSpec::parse(DEFAULT_TARGET).map_err(anyhow::Error::msg)?);
     }
     check_server_pids(&opts.server_pids, targets.len())?;
+    let workers = opts.common.worker_count;
+    if let Some(embedded) = targets.iter().find(|t| workers > 1 && is_embedded(t)) {
+        bail!(
+            "{}: an embedded index lives inside each worker's process, so {workers} workers would search {workers} separate indexes; run several workers against a server",
+            embedded.name.as_deref().unwrap_or(embedded.scheme())
+        );
+    }
     Ok(Plan {
         data: DataPlan {
             data: opts.data.clone(),

@@ -61,7 +61,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             Err(e) => return Err(lifecycle.abandon(e.into())),
         };
     let reach = Reach::of(&lifecycle, &opts.common);
-    let prepared = match prepare(opts, &plan, &reach, lifecycle.progress(), &worker).await {
+    let prepared = match prepare(opts, &plan, &reach, lifecycle.progress()).await {
         Ok(prepared) => prepared,
         Err(e) => {
             let index = worker.segment.index;
@@ -219,27 +219,16 @@ fn stopped(run: Recording, worker: &Worker, error: BarrierError) -> anyhow::Resu
 }
 
 /// Connects and describes every system, loads the data, checks every namespace, and settles
-/// the ground truth. An engine inside the process cannot be shared by several workers.
+/// the ground truth.
 async fn prepare(
     opts: &Opts,
     plan: &Plan,
     reach: &Reach,
     progress: &Progress,
-    worker: &Worker,
 ) -> anyhow::Result<Prepared> {
     let reference = opts.common.reference.as_deref();
     let (mut systems, reference) =
         systems::connect_all(&plan.targets, reference, reach, &[exact::NAME]).await?;
-    if let Some(embedded) = systems
-        .iter()
-        .find(|s| worker.is_part() && s.info.location == Location::Embedded)
-    {
-        let n = worker.segment.count;
-        anyhow::bail!(
-            "{}: an embedded index lives inside each worker's process, so {n} workers would search {n} separate indexes; run several workers against a server",
-            embedded.name()
-        );
-    }
     let data = load_data(plan).await?;
     systems::check_namespaces(&mut systems, plan, &data).await?;
     progress.line(format!(

@@ -1,5 +1,6 @@
 //! `vector-bench compare` and `vector-bench report` on two real runs of the binary with no subcommand
-//! (usearch over a small generated dataset, three short rounds each), and the report of a real run rendered in chromium.
+//! (usearch over a small generated dataset, three short rounds each), the report of a real run
+//! rendered in chromium, and what `k8s-manifest` refuses.
 
 use common::testing::tooling::Tool;
 
@@ -15,4 +16,26 @@ fn two_real_runs_compare_and_one_reports_and_renders() {
         ..Tool::default()
     }
     .assert_two_runs(dir.path());
+}
+
+/// A manifest for an embedded index (the usearch default, or one named), whose pods would all
+/// exit 2, is refused with the run's own line before anything is reached; one for a server is
+/// printed.
+#[test]
+fn k8s_manifest_refuses_an_embedded_index_with_the_runs_own_line() {
+    let manifest = |args: &[&str]| {
+        common::testing::tooling::manifest("vector-bench", &vector_bench::TOOLING, args)
+    };
+    for args in [&[][..], &["--target", "mine=usearch"][..]] {
+        let error = format!("{:#}", manifest(args).unwrap_err());
+        let name = if args.is_empty() { "usearch" } else { "mine" };
+        assert!(
+            error.starts_with(&format!(
+                "{name}: an embedded index lives inside each worker's process, so 2 workers would search 2 separate indexes"
+            )),
+            "{args:?}: {error}"
+        );
+        assert!(!error.contains('\n'), "one line: {error}");
+    }
+    assert!(manifest(&["--target", "pgvector=postgres://db.example/vec"]).is_ok());
 }

@@ -221,6 +221,12 @@ pub const QDRANT_EDGE_LABEL: &str = concat!(
 /// Where the sweep runs when no target is named: the embedded usearch index.
 pub const DEFAULT_TARGET: &str = "usearch";
 
+/// Whether `spec` names an engine that runs inside this process, not a server: each of several
+/// workers would build and search an index of its own.
+pub fn is_embedded(spec: &TargetSpec) -> bool {
+    matches!(spec.scheme(), "usearch" | "qdrant-edge")
+}
+
 /// Connects to the system `spec` names.
 pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn VectorTarget>, TargetError> {
     match spec.scheme() {
