@@ -21,7 +21,7 @@ use crate::opts::Opts;
 use crate::plan::Plan;
 use crate::report::{TruthReport, VectorReport};
 use crate::systems::{self, System};
-use crate::targets::{Reach, exact};
+use crate::targets::{Bounds, Reach, exact};
 use crate::workloads::baseline;
 use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
@@ -228,8 +228,17 @@ async fn prepare(
     worker: &Worker,
 ) -> anyhow::Result<Prepared> {
     let reference = opts.common.reference.as_deref();
-    let (mut systems, reference) =
-        systems::connect_all(&plan.targets, reference, reach, &[exact::NAME]).await?;
+    let (mut systems, reference) = systems::connect_all(
+        &plan.targets,
+        reference,
+        reach,
+        Bounds {
+            ceiling: opts.common.ceiling,
+            build: plan.build_ceiling,
+        },
+        &[exact::NAME],
+    )
+    .await?;
     if let Some(embedded) = systems
         .iter()
         .find(|s| worker.is_part() && s.info.location == Location::Embedded)
