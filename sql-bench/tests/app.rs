@@ -130,6 +130,54 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
     assert!(markdown.contains("Every request was sequential"));
 }
 
+/// Every cell says how its server's CPU was read over the timed part of its rounds, as crud's
+/// do: SQLite's is the client's own (`in process`, no figure); a local PostgreSQL's is its
+/// process tree, per iteration or row and in cores. The report shows the shared CPU table.
+#[test]
+fn the_cells_carry_the_servers_cpu_beside_the_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let pg = postgres_url();
+    let _servers = pg.as_ref().map(|_| lock_servers());
+    let mut extra = vec!["--target", "sqlite"];
+    if let Some(pg) = &pg {
+        extra.extend(["--target", pg.as_str()]);
+    }
+    let summary = app(&out, &extra).unwrap();
+    assert_all_ok(&summary, &out);
+    let report = &summary.report;
+    for cell in report.cells.iter().filter(|c| c.system == "sqlite") {
+        assert_eq!(
+            cell.server_cpu_source.as_deref(),
+            Some("in process"),
+            "{cell:?}"
+        );
+        assert_eq!(cell.server_cpu_ns_per_op, None, "{cell:?}");
+    }
+    if pg.is_some() {
+        let postgres: Vec<_> = report
+            .cells
+            .iter()
+            .filter(|c| c.system != "sqlite")
+            .collect();
+        let sqlite = report.cells.iter().filter(|c| c.system == "sqlite");
+        assert_eq!(postgres.len(), sqlite.count());
+        for cell in postgres {
+            let source = cell.server_cpu_source.as_deref().unwrap_or_default();
+            assert!(source.starts_with("process tree of PID "), "{cell:?}");
+            assert!(cell.server_cpu_ns_per_op.unwrap() > 0.0, "{cell:?}");
+            assert!(cell.server_cpu_cores.unwrap() > 0.0, "{cell:?}");
+        }
+    }
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("CPU per operation: client / server") && markdown.contains("in process"),
+        "{markdown}"
+    );
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.contains(",in process,"), "{csv}");
+}
+
 #[test]
 fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
     let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 use common::procstat::own_rss;
 use common::progress::Progress;
-use common::results::{DataInfo, Location, Status};
+use common::results::{DataInfo, Status};
 use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
 use common::scale::{BarrierError, Worker};
 use common::window::WindowPlan;
@@ -21,7 +21,7 @@ use crate::opts::Opts;
 use crate::plan::Plan;
 use crate::report::{TruthReport, VectorReport};
 use crate::systems::{self, System};
-use crate::targets::{Reach, exact};
+use crate::targets::{Bounds, Reach, exact};
 use crate::workloads::baseline;
 use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
@@ -227,8 +227,17 @@ async fn prepare(
     progress: &Progress,
 ) -> anyhow::Result<Prepared> {
     let reference = opts.common.reference.as_deref();
-    let (mut systems, reference) =
-        systems::connect_all(&plan.targets, reference, reach, &[exact::NAME]).await?;
+    let (mut systems, reference) = systems::connect_all(
+        &plan.targets,
+        reference,
+        reach,
+        Bounds {
+            ceiling: opts.common.ceiling,
+            build: plan.build_ceiling,
+        },
+        &[exact::NAME],
+    )
+    .await?;
     let data = load_data(plan).await?;
     systems::check_namespaces(&mut systems, plan, &data).await?;
     progress.line(format!(

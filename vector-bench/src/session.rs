@@ -50,11 +50,27 @@ pub struct Pass {
     pub timed_out_at: Option<usize>,
 }
 
+/// Why sessions could not be made ready for a point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// Making them ready failed: the point is an `error`.
+    Failed(String),
+    /// A build it needed (an index made for this ef) ran past `--build-ceiling` and was
+    /// stopped: the point is a `timeout`. The sentence names the bound.
+    PastBound(String),
+}
+
+impl From<String> for NotReady {
+    fn from(message: String) -> NotReady {
+        NotReady::Failed(message)
+    }
+}
+
 /// A system's open search sessions.
 pub trait Searchers: Send {
     /// Makes every session ready for `work` (its ef, its filter, encoded queries) and returns
     /// the search breadth as the system reports it after the change.
-    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>>;
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, NotReady>>;
 
     /// Every query once, one after the other, on the first session; a search that passes
     /// `ceiling` is a timeout and the pass stops there.
@@ -219,7 +235,7 @@ pub struct AsyncSearchers<S> {
 }
 
 impl<S: SearchSession> Searchers for AsyncSearchers<S> {
-    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, NotReady>> {
         Box::pin(async move {
             let mut reported = String::new();
             for session in self.pool.sessions_mut() {
@@ -282,7 +298,7 @@ pub struct BlockingSearchers<S> {
 }
 
 impl<S: BlockingSearchSession> Searchers for BlockingSearchers<S> {
-    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, NotReady>> {
         Box::pin(async move {
             let mut reported = String::new();
             for session in self.pool.sessions_mut() {

@@ -22,7 +22,7 @@ use crate::index::IndexSpec;
 use crate::plan::Plan;
 use crate::session::Searchers;
 use crate::targets::{
-    self, BUILD_FLAG, BUILD_PHASE, BuildProgress, BuildReport, Mode, Reach, VectorTarget,
+    self, BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Mode, Reach, VectorTarget,
 };
 use crate::workloads::sweep::Lane;
 
@@ -60,11 +60,12 @@ pub async fn connect_all(
     specs: &[TargetSpec],
     reference: Option<&str>,
     reach: &Reach,
+    bounds: Bounds,
     reserved: &[&str],
 ) -> anyhow::Result<(Vec<System>, String)> {
     let mut systems = Vec::new();
     for spec in specs {
-        let mut target = targets::open(spec, reach).await?;
+        let mut target = targets::open(spec, reach, bounds).await?;
         let description = target.describe().await?;
         let identity = target.identity();
         let mut info = SystemInfo {

@@ -245,6 +245,69 @@ fn an_existing_collection_of_another_dimension_is_refused_in_one_line() {
     }
 }
 
+/// A search past `--ceiling` is dropped (its HTTP request with it) and is a `timeout` naming
+/// the ceiling, never an `error`; the build's and the control path's requests are not cut by
+/// the per-search ceiling; the run goes on to the next ef point.
+#[test]
+fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
+    let Some(chroma) = chroma_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let target = format!("chroma={chroma}");
+    let extra = with_small(&[
+        "--target",
+        &target,
+        "--namespace",
+        "fbceiling",
+        "--variants",
+        "f32",
+        "--filters",
+        "none",
+        "--ceiling",
+        "1us",
+    ]);
+    let summary = run(&args(&out, &cache, &extra)).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    let chroma: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == "chroma")
+        .collect();
+    assert_eq!(chroma.len(), 2, "both ef points were tried: {chroma:#?}");
+    for cell in &chroma {
+        assert_eq!(cell.status, Status::Timeout, "{cell:?}");
+        let reason = cell.reason.as_deref().unwrap();
+        assert!(
+            reason.starts_with(
+                "warm-up 1: latency pass: the search of query 0 was still running at the ceiling (--ceiling 1µs)"
+            ),
+            "{reason}"
+        );
+        assert_eq!(cell.counts.error, 0, "{cell:?}");
+        assert!(cell.throughput.is_none(), "{cell:?}");
+    }
+    // The build ran to the end and was read back: its requests are not searches.
+    assert_eq!(report.systems[0].verified["f32.rows"], "2000");
+    let json = read_json(&out);
+    let builds = json["extra"]["builds"].as_array().unwrap();
+    assert!(
+        builds
+            .iter()
+            .all(|b| b["system"] != "chroma" || b["problem"].is_null()),
+        "{builds:#?}"
+    );
+    let written = json["cells"].as_array().unwrap();
+    let timeouts = written
+        .iter()
+        .filter(|c| c["system"] == "chroma" && c["status"] == "timeout")
+        .count();
+    assert_eq!(timeouts, 2, "results.json holds them as written");
+}
+
 /// Runs only when `QDRANT_URL` names a Qdrant gRPC endpoint (`qdrant://127.0.0.1:6334`); no
 /// Qdrant server can be installed where these tests normally run.
 #[test]

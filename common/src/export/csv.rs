@@ -1,7 +1,9 @@
 //! `results.csv`: one row per cell with every figure of the core model, the unit of each column
 //! in its name (`_ns`, `_ops_per_s`; the `unit` column says what one operation is), quoted as
 //! RFC 4180 says (CRLF line ends, a field with a comma, quote or line break in double quotes,
-//! quotes doubled). Lists (per-round figures, labels) are one field, `;`-separated.
+//! quotes doubled). Lists (per-round figures, labels) are one field, `;`-separated. A column
+//! added later goes at the end (users read the file by position too): the server's CPU comes
+//! after the HDR file names, not beside the client's CPU.
 
 use crate::export::names::{cell_stems, hgrm_file, hlog_file};
 use crate::export::{Export, Exporter};
@@ -65,10 +67,16 @@ pub fn header() -> Vec<String> {
             format!("{m}_verdict"),
         ]);
     }
-    columns.extend([
-        "latency_hgrm_file".to_owned(),
-        "latency_hlog_file".to_owned(),
-    ]);
+    columns.extend(
+        [
+            "latency_hgrm_file",
+            "latency_hlog_file",
+            "server_cpu_source",
+            "server_cpu_ns_per_op",
+            "server_cpu_cores",
+        ]
+        .map(str::to_owned),
+    );
     columns
 }
 
@@ -165,6 +173,11 @@ fn row(report: &Report, cell: &Cell, stem: &str) -> Vec<String> {
     } else {
         hlog_file(stem)
     });
+    row.extend([
+        cell.server_cpu_source.clone().unwrap_or_default(),
+        number(cell.server_cpu_ns_per_op),
+        number(cell.server_cpu_cores),
+    ]);
     row
 }
 
@@ -267,5 +280,41 @@ mod tests {
             .expect("a verdict row");
         assert!(judged[column("throughput_ratio")].parse::<f64>().is_ok());
         assert!(!judged[column("reference")].is_empty());
+    }
+
+    /// The server's CPU is three columns at the end, after every column a script may already
+    /// read by position; a cell without the figures leaves them empty.
+    #[test]
+    fn the_servers_cpu_is_appended_after_the_existing_columns() {
+        let columns = super::header();
+        assert_eq!(
+            columns[columns.len() - 5..],
+            [
+                "latency_hgrm_file",
+                "latency_hlog_file",
+                "server_cpu_source",
+                "server_cpu_ns_per_op",
+                "server_cpu_cores"
+            ]
+        );
+        let client = columns
+            .iter()
+            .position(|c| c == "client_cpu_ns_per_op")
+            .unwrap();
+        assert_eq!(columns[client + 1], "reference", "nothing moved");
+        let mut report = crate::export::fixture::report();
+        report.cells[0].server_cpu_source = Some("process tree of PID 7, \"db\"".into());
+        report.cells[0].server_cpu_ns_per_op = Some(45_600.5);
+        report.cells[0].server_cpu_cores = Some(1.25);
+        report.cells[1].server_cpu_source = None;
+        report.cells[1].server_cpu_ns_per_op = None;
+        report.cells[1].server_cpu_cores = None;
+        let records = parse(&render_csv(&report));
+        let tail = |r: &[String]| r[r.len() - 3..].to_vec();
+        assert_eq!(
+            tail(&records[1]),
+            ["process tree of PID 7, \"db\"", "45600.5", "1.25"]
+        );
+        assert_eq!(tail(&records[2]), ["", "", ""]);
     }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -439,7 +440,11 @@ impl Target for SqliteTarget {
             let (path, write_lock, identity) = (path.clone(), write_lock.clone(), identity.clone());
             Box::pin(async move {
                 let conn = connect(&path).map_err(|e| identity.query_error(e).to_string())?;
-                Ok(SqliteSession { conn, write_lock })
+                Ok(SqliteSession {
+                    conn,
+                    write_lock,
+                    stop: Arc::new(AtomicBool::new(false)),
+                })
             })
         });
         Box::pin(async move {
@@ -453,10 +458,19 @@ impl Target for SqliteTarget {
 struct SqliteSession {
     conn: Connection,
     write_lock: Arc<Mutex<()>>,
+    /// Set with `sqlite3_interrupt` on a call past the ceiling (see [`Self::insert_batch`]).
+    stop: Arc<AtomicBool>,
 }
 
-impl BlockingGeoSession for SqliteSession {
-    fn insert(&mut self, batch: &[Event]) -> Result<(), OpError> {
+impl SqliteSession {
+    /// One batch in one transaction. SQLite forgets an interrupt that comes while none of the
+    /// connection's statements is running (the next one to start clears it), and a large
+    /// batch takes a while to fill before its first statement: such an interrupt is seen
+    /// through `stop` once the transaction is open, which then ends at once (rolled back).
+    /// One that comes while the rows go in stops the statement running, and SQLite rolls the
+    /// transaction back itself. (An error of our own there would leave the interrupt pending
+    /// behind the R*Tree's open blob and fail the ROLLBACK too, keeping the write lock.)
+    fn insert_batch(&mut self, batch: &[Event]) -> Result<(), OpError> {
         let _writer = self
             .write_lock
             .lock()
@@ -465,18 +479,84 @@ impl BlockingGeoSession for SqliteSession {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(failed)?;
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(failed("interrupted before the first row"));
+        }
         insert_events(&tx, INSERT_SET, batch).map_err(failed)?;
         tx.commit().map_err(failed)
     }
 
-    fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError> {
-        answer(&self.conn, query, ids).map_err(failed)
+    /// The call is over: an interrupt it got (even one that came while its batch was being
+    /// filled, before any statement ran) is spent, and the next call starts clear.
+    fn stopped_or_done(&self) {
+        self.stop.store(false, Ordering::Relaxed);
+    }
+}
+
+impl BlockingGeoSession for SqliteSession {
+    fn insert(&mut self, batch: &[Event]) -> Result<(), OpError> {
+        let inserted = self.insert_batch(batch);
+        self.stopped_or_done();
+        inserted
     }
 
-    /// `sqlite3_interrupt`: the statement stops with SQLITE_INTERRUPT (its transaction rolled
-    /// back) and the connection stays usable.
+    fn query(&mut self, query: &Query, ids: &mut Vec<u128>) -> Result<(), OpError> {
+        let answered = answer(&self.conn, query, ids).map_err(failed);
+        self.stopped_or_done();
+        answered
+    }
+
+    /// `sqlite3_interrupt`, and the flag a batch insert checks once its transaction is open:
+    /// the call stops (its transaction rolled back) and the connection stays usable.
     fn interrupt(&self) -> Option<Interrupt> {
         let handle = self.conn.get_interrupt_handle();
-        Some(Arc::new(move || handle.interrupt()))
+        let stop = self.stop.clone();
+        Some(Arc::new(move || {
+            stop.store(true, Ordering::Relaxed);
+            handle.interrupt();
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::ATTRIBUTE_BYTES;
+
+    fn event(n: u128) -> Event {
+        Event {
+            id: n,
+            entity: n,
+            ts_ms: 0,
+            lat: 48.85,
+            lon: 2.35,
+            attributes: [0; ATTRIBUTE_BYTES],
+        }
+    }
+
+    /// The ceiling passed while the batch was being filled, before any statement ran: SQLite
+    /// forgets that interrupt when the transaction's first statement starts, so the insert
+    /// sees it itself. It ends with nothing written and no transaction left open, and the
+    /// session's next insert goes through.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_interrupt_before_the_first_row_stops_the_insert_and_the_session_stays_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = TargetSpec::parse("sqlite").unwrap();
+        let mut target = SqliteTarget::open(&spec, dir.path()).unwrap();
+        target.prepare().await.unwrap();
+        let path = dir.path().join("sqlite").join("fairbench-geo.db");
+        let mut session = SqliteSession {
+            conn: connect(&path).unwrap(),
+            write_lock: Arc::new(Mutex::new(())),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let batch: Vec<Event> = (1..=10).map(event).collect();
+        session.interrupt().unwrap()();
+        let stopped = session.insert(&batch);
+        assert!(stopped.is_err(), "{stopped:?}");
+        assert!(session.conn.is_autocommit(), "a transaction was left open");
+        assert_eq!(target.count_inserts().await.unwrap(), 0);
+        session.insert(&batch).unwrap();
+        assert_eq!(target.count_inserts().await.unwrap(), 10);
     }
 }

@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{Table, environment_lines, problems_markdown, problems_text, systems_table};
+use common::report::{
+    Table, cpu_table, environment_lines, problems_markdown, problems_text, systems_table,
+};
 use common::results::{Cell, Location, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
 use common::verdict::{Direction, Judgement, judge_rounds, threshold_of};
 
@@ -354,6 +356,10 @@ pub fn render_terminal(report: &Report) -> String {
     out.push_str(&scenario_table(report).to_text());
     out.push('\n');
     out.push_str(&summary_table(report).to_text());
+    if let Some(cpu) = cpu_table(report) {
+        out.push('\n');
+        out.push_str(&cpu.to_text());
+    }
     out.push_str(&problems_text(report));
     out.push('\n');
     for s in &report.systems {
@@ -389,6 +395,10 @@ pub fn render_markdown(report: &Report) -> String {
     out.push_str(&scenario_table(report).to_markdown());
     out.push('\n');
     out.push_str(&summary_table(report).to_markdown());
+    if let Some(cpu) = cpu_table(report) {
+        out.push('\n');
+        out.push_str(&cpu.to_markdown());
+    }
     out.push_str(&problems_markdown(report));
     out.push('\n');
     out.push_str(&systems_table(report).to_markdown());

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use common::deadline::Deadline;
 use common::options::TargetSpec;
@@ -227,14 +228,45 @@ pub fn is_embedded(spec: &TargetSpec) -> bool {
     matches!(spec.scheme(), "usearch" | "qdrant-edge")
 }
 
+/// How long a server's requests may take. A search is bounded by `ceiling`, which the pass and
+/// the window keep by dropping it (and the request with it) and counting a timeout: a client
+/// timer of its own set to the same moment could fire first and make it an `error`, so a
+/// search request has none. A build as a whole is bounded by `build` (its caller drops it).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// `--ceiling`
+    pub ceiling: Duration,
+    /// `--build-ceiling`
+    pub build: Duration,
+}
+
+impl Bounds {
+    /// No bound at all, for a target opened outside a run.
+    pub const NONE: Bounds = Bounds {
+        ceiling: Duration::MAX,
+        build: Duration::MAX,
+    };
+
+    /// The bound of one request of the control path (describe, check, an add of a build,
+    /// verify, drop): it is one operation, and may be part of a build, so neither bound cuts
+    /// it shorter than the other allows.
+    pub fn request(&self) -> Duration {
+        self.ceiling.max(self.build)
+    }
+}
+
 /// Connects to the system `spec` names.
-pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn VectorTarget>, TargetError> {
+pub async fn open(
+    spec: &TargetSpec,
+    reach: &Reach,
+    bounds: Bounds,
+) -> Result<Box<dyn VectorTarget>, TargetError> {
     match spec.scheme() {
         "usearch" => Ok(Box::new(usearch::UsearchTarget::open(spec))),
         "qdrant-edge" => open_qdrant_edge(spec, reach),
         "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec, reach).await,
-        "chroma" => chroma::ChromaTarget::open(spec, reach).await,
-        "qdrant" => qdrant::QdrantTarget::open(spec, reach).await,
+        "chroma" => chroma::ChromaTarget::open(spec, reach, bounds).await,
+        "qdrant" => qdrant::QdrantTarget::open(spec, reach, bounds).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
             "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT, weaviate://HOST:PORT or qdrant://HOST:PORT (gRPC)",
@@ -271,7 +303,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, &Reach::local(&std::env::temp_dir()))
+        let error = open(&spec, &Reach::local(&std::env::temp_dir()), Bounds::NONE)
             .await
             .err()
             .unwrap()

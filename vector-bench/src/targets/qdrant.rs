@@ -3,6 +3,12 @@
 //! quantization (int8 scalar, binary) with rescoring on, `hnsw_ef` per request, the filter as a
 //! `must` condition. The build waits until every vector is indexed and the collection is green.
 //!
+//! Bounds ([`Bounds`]), as Chroma's: a session's channel has no timeout of its own (`--ceiling`
+//! bounds a search: the pass and the window drop it there, the gRPC request with it, and count
+//! a timeout); the control path's requests time out at the larger of `--ceiling` and
+//! `--build-ceiling`; a build as a whole, its wait for the optimizer too, stops at
+//! `--build-ceiling` and is a `timeout`.
+//!
 //! Written against the client's documented API; no Qdrant server can be installed on the
 //! machine this was developed on, so its test runs only when `QDRANT_URL` is set.
 
@@ -25,16 +31,13 @@ use qdrant_client::qdrant::{
 };
 
 use super::{
-    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError,
-    VectorTarget, check_dimensions, host_of, location_of_host,
+    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Description, Identity, Mode,
+    Opened, Reach, TargetError, VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
 use crate::session::{SearchSession, Work};
 
-const TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a build may wait for Qdrant's optimizer to index every vector.
-const INDEXING_WAIT: Duration = Duration::from_secs(3600);
 const CATEGORY: &str = "category";
 
 pub struct QdrantTarget {
@@ -43,9 +46,11 @@ pub struct QdrantTarget {
     client: Qdrant,
 }
 
-fn client(url: &str) -> Result<Qdrant, String> {
+/// A client whose every request may take up to `timeout` (`Duration::MAX`: as long as the
+/// caller lets it run).
+fn client(url: &str, timeout: Duration) -> Result<Qdrant, String> {
     Qdrant::from_url(url)
-        .timeout(TIMEOUT)
+        .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| e.to_string())
@@ -56,13 +61,14 @@ impl QdrantTarget {
     pub async fn open(
         spec: &TargetSpec,
         reach: &Reach,
+        bounds: Bounds,
     ) -> Result<Box<dyn VectorTarget>, TargetError> {
         reach.refuse_tls(spec, "TLS for the Qdrant server is not supported yet")?;
         // qdrant://HOST:PORT names the gRPC port (6334 by default on a Qdrant server).
         let url = spec.url.replacen("qdrant://", "http://", 1);
         let identity = Identity::of(spec, "qdrant");
         let connect_error = |message: String| identity.connect_error(message);
-        let client = client(&url).map_err(connect_error)?;
+        let client = client(&url, bounds.request()).map_err(connect_error)?;
         client.health_check().await.map_err(|e| {
             connect_error(format!(
                 "{e} — is the server running, and is this its gRPC port?"
@@ -95,9 +101,14 @@ impl QdrantTarget {
         Ok(info.result)
     }
 
-    /// Waits until every point is indexed and the optimizer is done.
-    async fn wait_indexed(&self, name: &str, rows: usize) -> Result<(), TargetError> {
-        let began = Instant::now();
+    /// Waits until every point is indexed and the optimizer is done, or the build is past
+    /// its bound.
+    async fn wait_indexed(
+        &self,
+        name: &str,
+        rows: usize,
+        progress: &BuildProgress,
+    ) -> Result<(), TargetError> {
         loop {
             let info = self.info(name).await?.ok_or_else(|| {
                 self.identity
@@ -107,11 +118,10 @@ impl QdrantTarget {
             if info.status == CollectionStatus::Green as i32 && indexed >= rows {
                 return Ok(());
             }
-            if began.elapsed() > INDEXING_WAIT {
-                return Err(self.identity.query_error(format!(
-                    "{indexed} of {rows} vectors indexed after {}s",
-                    INDEXING_WAIT.as_secs()
-                )));
+            if let Err(past) = progress.deadline().check(BUILD_PHASE, BUILD_FLAG) {
+                return Err(self
+                    .identity
+                    .query_error(format!("{past}: {indexed} of {rows} vectors indexed")));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -262,7 +272,7 @@ impl VectorTarget for QdrantTarget {
                     .map_err(|e| self.identity.query_error(e))?;
             }
             let insert_s = began.elapsed().as_secs_f64();
-            self.wait_indexed(&name, data.rows()).await?;
+            self.wait_indexed(&name, data.rows(), progress).await?;
             Ok(BuildReport {
                 insert_s,
                 build_s: began.elapsed().as_secs_f64(),
@@ -335,7 +345,8 @@ impl VectorTarget for QdrantTarget {
             let connect: Connector<QdrantSession> = Arc::new(move || {
                 let (url, name) = (url.clone(), name.clone());
                 Box::pin(async move {
-                    let client = client(&url)?;
+                    // The ceiling bounds every search from outside.
+                    let client = client(&url, Duration::MAX)?;
                     client.health_check().await.map_err(|e| e.to_string())?;
                     Ok(QdrantSession {
                         client,

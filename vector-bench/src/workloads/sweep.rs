@@ -27,7 +27,7 @@ use super::groundtruth::Truths;
 use super::point::{PointBuilder, PointKey, round_label};
 use crate::dataset::Dataset;
 use crate::index::Variant;
-use crate::session::{Searchers, Work};
+use crate::session::{NotReady, Searchers, Work};
 use crate::targets::Mode;
 use crate::truth::Truth;
 
@@ -200,10 +200,13 @@ async fn prepare(
         builder.server(&lane.server);
         match searchers.prepare(&point.work).await {
             Ok(reported) => builder.ef_reported(reported),
-            Err(e) => builder.mark(
+            Err(NotReady::Failed(e)) => builder.mark(
                 Status::Error,
                 format!("preparing {} failed: {e}", point.key.workload),
             ),
+            Err(NotReady::PastBound(e)) => {
+                builder.mark(Status::Timeout, format!("preparing: {e}"));
+            }
         }
         for note in searchers.take_notes() {
             run.progress().line(format!("{}: {note}", lane.name));

@@ -11,6 +11,7 @@ use common::human::{format_latency_ns, format_rate};
 use common::progress::Progress;
 use common::results::Status;
 use common::run::Recording;
+use common::servercpu::ServerProcess;
 use common::writer::WriteError;
 
 use crate::opts::AppOpts;
@@ -205,19 +206,26 @@ enum Stopped {
 
 /// Inserts `batches` (generated as they are taken, outside the timed calls), each a
 /// transaction bounded by the ceiling. The first `warmup` batches are written and not timed;
-/// the rest are timed one by one, with the client's CPU time over them. On failure: the error
-/// and how many batches got in.
+/// the rest are timed one by one, with the client's CPU time over them, and the server's from
+/// the first timed batch to the last. On failure: the error and how many batches got in.
 async fn insert_all(
     session: &mut dyn DocSession,
     batches: impl Iterator<Item = Vec<Doc>>,
     warmup: u32,
     ceiling: Duration,
     interrupt: &AtomicBool,
+    server: &ServerProcess,
 ) -> Result<Inserted, Stopped> {
     let mut inserted = Inserted::default();
+    let mut server_before = None;
+    let mut timed_from = None;
     for (done, batch) in batches.enumerate() {
         if interrupt.load(Ordering::SeqCst) {
             return Err(Stopped::Interrupted);
+        }
+        if done == warmup as usize {
+            server_before = server.cpu_ns();
+            timed_from = Some(Instant::now());
         }
         let cpu_before = process_cpu_ns();
         let started = Instant::now();
@@ -232,6 +240,10 @@ async fn insert_all(
             inserted.client_cpu_ns += process_cpu_ns().saturating_sub(cpu_before);
             inserted.add_batch(time, batch.len() as u64);
         }
+    }
+    if let Some(from) = timed_from {
+        inserted.server_cpu_ns = server.cpu_since(server_before);
+        inserted.server_wall = from.elapsed();
     }
     Ok(inserted)
 }
@@ -250,12 +262,14 @@ async fn fill(
     progress.line(ctx.label(name, &format!("filling {} records", opts.rows)));
     let timed = ctx.scenarios.contains(&Scenario::Fill);
     let warmup = if timed { opts.common.warmup } else { 0 };
+    let server = cells.server(index).clone();
     match insert_all(
         session,
         ctx.data.fill_batches(opts.batch),
         warmup,
         opts.common.ceiling,
         ctx.interrupt,
+        &server,
     )
     .await
     {
@@ -348,9 +362,16 @@ async fn read_scenario(
         .expect("read scenarios have an expected answer");
     let mut samples = Vec::with_capacity(opts.iterations as usize);
     let total = 1 + u64::from(opts.common.warmup) + opts.iterations;
+    let first_timed = 1 + u64::from(opts.common.warmup);
+    let server = cells.server(index).clone();
+    let (mut server_before, mut timed_from) = (None, None);
     for iteration in 0..total {
         if ctx.interrupted() {
             return false;
+        }
+        if iteration == first_timed {
+            server_before = server.cpu_ns();
+            timed_from = Some(Instant::now());
         }
         let started = Instant::now();
         let mut layer = DataLayer::new(session, started + ceiling);
@@ -382,10 +403,13 @@ async fn read_scenario(
             cells.mark(scenario, index, Status::Invalid, &reason);
             return false;
         }
-        if iteration > u64::from(opts.common.warmup) {
+        if iteration >= first_timed {
             samples.push(elapsed.as_nanos() as u64);
         }
     }
+    // The server's CPU over the timed iterations, read before the progress line is written.
+    let server_cpu = server.cpu_since(server_before);
+    let timed_wall = timed_from.map_or(Duration::ZERO, |from| from.elapsed());
     let mut sorted = samples.clone();
     sorted.sort_unstable();
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
@@ -393,7 +417,11 @@ async fn read_scenario(
         name,
         &format!("{}: median {}", scenario.key(), format_latency_ns(median)),
     ));
+    let iterations = samples.len() as u64;
     cells.record_iterations(scenario, index, samples);
+    if iterations > 0 {
+        cells.record_server_cpu(scenario, index, server_cpu, timed_wall, iterations);
+    }
     false
 }
 
@@ -408,12 +436,14 @@ async fn append(
     progress: &Progress,
 ) {
     let opts = ctx.opts;
+    let server = cells.server(index).clone();
     match insert_all(
         session,
         ctx.data.append_batches(opts.batch),
         opts.common.warmup,
         opts.common.ceiling,
         ctx.interrupt,
+        &server,
     )
     .await
     {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::protocol::severity;
 use common::recorder::{Recorder, encode_histogram, percentiles};
 use common::results::{Cell, Report, Status, SystemInfo, Throughput};
+use common::servercpu::ServerProcess;
 
 use super::answer::Answer;
 use super::data::Data;
@@ -30,6 +31,10 @@ pub struct Inserted {
     /// Rows of the warm-up batches, written and not timed.
     pub warmup_rows: u64,
     pub client_cpu_ns: u64,
+    /// The server's CPU time from the first timed batch to the last, when it was read.
+    pub server_cpu_ns: Option<u64>,
+    /// The wall time of the same stretch (the batches and the client's work between them).
+    pub server_wall: Duration,
 }
 
 impl Default for Inserted {
@@ -41,6 +46,8 @@ impl Default for Inserted {
             time: Duration::ZERO,
             warmup_rows: 0,
             client_cpu_ns: 0,
+            server_cpu_ns: None,
+            server_wall: Duration::ZERO,
         }
     }
 }
@@ -85,6 +92,13 @@ struct AppCell {
     rounds_planned: u32,
     /// How the engine answered, when its adapter had to emulate the request.
     answered_by: BTreeSet<String>,
+    /// Where the engine's server runs, and its CPU over the timed part of each measured round
+    /// (summed with the wall time and the operations of those rounds) in how many rounds.
+    server: ServerProcess,
+    server_cpu_ns: u64,
+    server_wall_ns: u64,
+    server_ops: u64,
+    server_rounds: usize,
 }
 
 pub struct Cells {
@@ -93,6 +107,8 @@ pub struct Cells {
     evidence: BTreeMap<String, BTreeMap<String, String>>,
     /// In-process engines: the most memory each held at once, as it reports it.
     engine_heap_peak_bytes: BTreeMap<String, u64>,
+    /// Where each system's server runs, in `systems`' order.
+    servers: Vec<ServerProcess>,
 }
 
 fn median(values: &mut [u64]) -> f64 {
@@ -113,6 +129,10 @@ impl Cells {
         scenarios: &[Scenario],
         data: &Data,
     ) -> Cells {
+        let servers: Vec<ServerProcess> = systems
+            .iter()
+            .map(|(info, _)| ServerProcess::locate(info, None))
+            .collect();
         let mut cells = Vec::new();
         for scenario in scenarios {
             let answer = data.expected(*scenario);
@@ -121,7 +141,7 @@ impl Cells {
                 Scenario::Append => opts.append_rows(),
                 _ => answer.map_or(0, |a| a.rows),
             };
-            for (info, refused) in systems {
+            for ((info, refused), server) in systems.iter().zip(&servers) {
                 let (status, reason) = match refused {
                     Some(reason) => (Status::Refused, Some((*reason).to_owned())),
                     None => (Status::Ok, None),
@@ -142,6 +162,11 @@ impl Cells {
                     labels: info.labels.clone(),
                     rounds_planned: opts.common.rounds,
                     answered_by: BTreeSet::new(),
+                    server: server.clone(),
+                    server_cpu_ns: 0,
+                    server_wall_ns: 0,
+                    server_ops: 0,
+                    server_rounds: 0,
                 });
             }
         }
@@ -150,6 +175,33 @@ impl Cells {
             systems: systems.iter().map(|(info, _)| info.name.clone()).collect(),
             evidence: BTreeMap::new(),
             engine_heap_peak_bytes: BTreeMap::new(),
+            servers,
+        }
+    }
+
+    /// Where system `system`'s server runs, for a timed phase to read its CPU.
+    pub fn server(&self, system: usize) -> &ServerProcess {
+        &self.servers[system]
+    }
+
+    /// The server's CPU over a round's timed part (`None`: not read), its wall time and the
+    /// operations it held (iterations of a read, rows of a write).
+    pub fn record_server_cpu(
+        &mut self,
+        scenario: Scenario,
+        system: usize,
+        cpu_ns: Option<u64>,
+        wall: Duration,
+        ops: u64,
+    ) {
+        let Some(cell) = self.cell(scenario, system) else {
+            return;
+        };
+        if let Some(ns) = cpu_ns {
+            cell.server_cpu_ns += ns;
+            cell.server_wall_ns += wall.as_nanos() as u64;
+            cell.server_ops += ops;
+            cell.server_rounds += 1;
         }
     }
 
@@ -229,6 +281,8 @@ impl Cells {
         cell.warmup_rows = inserted.warmup_rows;
         cell.client_cpu_ns += inserted.client_cpu_ns;
         cell.wall_ns += inserted.time.as_nanos() as u64;
+        let (cpu, wall, rows) = (inserted.server_cpu_ns, inserted.server_wall, inserted.rows);
+        self.record_server_cpu(scenario, system, cpu, wall, rows);
     }
 
     /// How the engine answered a scenario when its adapter emulated the request.
@@ -330,7 +384,28 @@ impl AppCell {
             cell.extra
                 .insert("digest".into(), answer.digest_hex().into());
         }
+        self.server_cpu(&mut cell);
         cell
+    }
+
+    /// The server's CPU per operation (iteration or row) and in cores over the timed part,
+    /// when every measured round read it; as every tool's cells say it.
+    fn server_cpu(&self, cell: &mut Cell) {
+        let measured = self.per_round.len();
+        let every_round = self.server_rounds == measured && measured > 0;
+        cell.server_cpu_source = Some(match &self.server {
+            ServerProcess::Local(pid) if !every_round && measured > 0 => format!(
+                "not measured: the process tree of PID {pid} could not be read in every round"
+            ),
+            server => server.source(),
+        });
+        // An in-process engine's CPU is the client's own: it is never counted twice.
+        if every_round && matches!(self.server, ServerProcess::Local(_)) {
+            let ns = self.server_cpu_ns as f64;
+            cell.server_cpu_ns_per_op = (self.server_ops > 0).then(|| ns / self.server_ops as f64);
+            cell.server_cpu_cores =
+                (self.server_wall_ns > 0).then(|| ns / self.server_wall_ns as f64);
+        }
     }
 }
 

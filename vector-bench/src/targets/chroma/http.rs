@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use super::{Identity, Reach, TargetError};
 
-const TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How every client of one server is made: its TLS configuration and its token.
@@ -35,6 +34,11 @@ pub(super) struct Http {
     /// `http[s]://host:port/api/v2/tenants/T/databases/D`
     base: String,
     root: String,
+    /// How long one request may take (`None`: as long as the caller lets it run). A search's
+    /// bound is `--ceiling`, kept by the pass and the window, which drop the request with its
+    /// future; a timer of the client's own set to the same moment could fire first and make
+    /// the timeout an `error`.
+    timeout: Option<Duration>,
 }
 
 /// Every cause of `error`, joined: reqwest's own line names only the request.
@@ -54,6 +58,7 @@ impl Http {
         tenant: &str,
         database: &str,
         access: &Access,
+        timeout: Option<Duration>,
     ) -> Result<Http, String> {
         let mut builder = Client::builder()
             .no_proxy()
@@ -61,7 +66,6 @@ impl Http {
             .pool_max_idle_per_host(1)
             .pool_idle_timeout(None::<Duration>)
             .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(TIMEOUT)
             .user_agent(concat!("vector-bench/", env!("CARGO_PKG_VERSION")));
         if let Some(config) = &access.tls {
             builder = builder.tls_backend_preconfigured((**config).clone());
@@ -74,15 +78,25 @@ impl Http {
             client: builder.build().map_err(|e| chain(&e))?,
             base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
             root: root.to_owned(),
+            timeout,
         })
     }
 
-    /// The same server and credentials on a connection of its own.
+    /// The same server, credentials and bound on a connection of its own.
     pub(super) fn fresh(&self, access: &Access) -> Result<Http, String> {
         Ok(Http {
             base: self.base.clone(),
-            ..Http::new(&self.root, "", "", access)?
+            ..Http::new(&self.root, "", "", access, self.timeout)?
         })
+    }
+
+    /// The same connection, its requests bounded only by the caller (a search by the
+    /// ceiling, which drops it).
+    pub(super) fn unbounded(&self) -> Http {
+        Http {
+            timeout: None,
+            ..self.clone()
+        }
     }
 
     pub(super) fn url(&self, path: &str) -> String {
@@ -102,6 +116,9 @@ impl Http {
     ) -> Result<reqwest::Response, reqwest::Error> {
         let method = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
         let mut request = self.client.request(method, self.url(path));
+        if let Some(timeout) = self.timeout {
+            request = request.timeout(timeout);
+        }
         if let Some(body) = body {
             request = request.header(CONTENT_TYPE, "application/json").body(body);
         }

@@ -7,6 +7,12 @@
 //! creation and read back, the category as metadata (Chroma indexes every metadata key) and
 //! the filter as `where`.
 //!
+//! Bounds ([`Bounds`]): a search request has no timeout of its own (`--ceiling` bounds it: the
+//! pass and the window drop it there and count a timeout); every other request (describe,
+//! check, the build's adds, verify, a session's preparation, drop) times out at the larger of
+//! `--ceiling` and `--build-ceiling`; a build as a whole, the collection of an ef point too,
+//! is stopped at `--build-ceiling` and is a `timeout`.
+//!
 //! Chroma (1.5) stores a changed `ef_search` and reports it, but an HNSW index already loaded
 //! keeps the ef it was loaded with (hnswlib loads with its own default; chroma #2675, #2176):
 //! the answers do not change. So by default (`?ef=rebuild`) every ef point searches a
@@ -33,12 +39,13 @@ mod http;
 use http::{Access, Http, authorization, heartbeat};
 
 use super::{
-    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState,
-    VectorTarget, check_dimensions, host_of, location_of_host,
+    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Description, Identity, Mode,
+    Opened, Reach, TargetError, TlsState, VectorTarget, check_dimensions, host_of,
+    location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
-use crate::session::{AsyncSearchers, Pass, SearchSession, Searchers, Work};
+use crate::session::{AsyncSearchers, NotReady, Pass, SearchSession, Searchers, Work};
 use common::pool::Pool;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -70,7 +77,7 @@ pub struct ChromaTarget {
     /// Set ef by creating a collection per ef (true), or by changing the configuration.
     rebuild: bool,
     batch: usize,
-    /// `--build-ceiling`, as the last build was given it: each per-ef collection is a build too.
+    /// `--build-ceiling`: each per-ef collection is a build too.
     build_bound: Duration,
 }
 
@@ -80,6 +87,7 @@ impl ChromaTarget {
     pub async fn open(
         spec: &TargetSpec,
         reach: &Reach,
+        bounds: Bounds,
     ) -> Result<Box<dyn VectorTarget>, TargetError> {
         let url_error = |message: String| TargetError::Url {
             url: spec.url_redacted(),
@@ -122,6 +130,7 @@ impl ChromaTarget {
             &param("tenant", "default_tenant"),
             &param("database", "default_database"),
             &access,
+            Some(bounds.request()),
         )
         .map_err(url_error)?;
         heartbeat(&http, &identity, &settings.host, settings.uses_tls()).await?;
@@ -133,7 +142,7 @@ impl ChromaTarget {
             location: location_of_host(host_of(host)),
             rebuild,
             batch: 1000,
-            build_bound: Duration::MAX,
+            build_bound: bounds.build,
         }))
     }
 
@@ -331,7 +340,6 @@ impl VectorTarget for ChromaTarget {
             let filled = fill(&self.http, &name, spec, BUILD_EF, data, batch, progress).await;
             let (id, batch) = self.answer(filled)?;
             self.batch = batch;
-            self.build_bound = progress.deadline().bound();
             let insert_s = began.elapsed().as_secs_f64();
             let probe = json!({
                 "query_embeddings": [data.query(0)],
@@ -409,6 +417,7 @@ impl VectorTarget for ChromaTarget {
             let update = !self.rebuild;
             let connect: Connector<ChromaSession> = Arc::new(move || {
                 let mut session = root.fresh(&access).map(|http| ChromaSession {
+                    search: http.unbounded(),
                     http,
                     query_path: String::new(),
                     config_path: String::new(),
@@ -459,7 +468,10 @@ impl VectorTarget for ChromaTarget {
 
 /// One keep-alive connection, with every query's request body encoded before the clock starts.
 pub struct ChromaSession {
+    /// Preparing a point: each request bounded by [`Bounds::request`].
     http: Http,
+    /// The same connection for searches, which the ceiling bounds from outside.
+    search: Http,
     query_path: String,
     config_path: String,
     name: String,
@@ -517,7 +529,7 @@ impl SearchSession for ChromaSession {
     ) -> Result<(), OpError> {
         let body = self.bodies[query].clone();
         let (status, answer) = self
-            .http
+            .search
             .call("POST", &self.query_path, Some(body))
             .await
             .map_err(OpError::Failed)?;
@@ -557,21 +569,36 @@ struct ChromaSearchers {
 
 impl ChromaSearchers {
     /// Creates and fills the collection of `ef`, drops the previous per-ef one, and points
-    /// every session at it.
-    async fn rebuild_for(&mut self, work: &Work) -> Result<(), String> {
+    /// every session at it. The fill is a build: past `--build-ceiling` it is dropped (the
+    /// request in flight with it) and its collection deleted.
+    async fn rebuild_for(&mut self, work: &Work) -> Result<(), NotReady> {
         let name = ef_collection(&self.spec, work.ef);
         let began = Instant::now();
         delete(&self.http, &name).await?;
-        let (id, _) = fill(
-            &self.http,
-            &name,
-            &self.spec,
-            work.ef,
-            &work.data,
-            self.batch,
-            &BuildProgress::new(Deadline::after(self.build_bound)),
-        )
-        .await?;
+        let progress = BuildProgress::new(Deadline::after(self.build_bound));
+        let deadline = *progress.deadline();
+        let filled = deadline
+            .within(
+                BUILD_PHASE,
+                BUILD_FLAG,
+                fill(
+                    &self.http, &name, &self.spec, work.ef, &work.data, self.batch, &progress,
+                ),
+            )
+            .await;
+        let id = match filled {
+            Ok(Ok((id, _))) => id,
+            Ok(Err(e)) if !deadline.passed() => return Err(NotReady::Failed(e)),
+            Ok(Err(_)) | Err(_) => {
+                let _ = delete(&self.http, &name).await;
+                return Err(NotReady::PastBound(format!(
+                    "the collection of ef {}: {}; {} rows sent by then",
+                    work.ef,
+                    deadline.past(BUILD_PHASE, BUILD_FLAG),
+                    progress.rows()
+                )));
+            }
+        };
         if let Some(previous) = self.current.replace(name.clone()) {
             delete(&self.http, &previous).await?;
         }
@@ -604,7 +631,7 @@ impl Drop for ChromaSearchers {
 }
 
 impl Searchers for ChromaSearchers {
-    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, String>> {
+    fn prepare<'a>(&'a mut self, work: &'a Arc<Work>) -> BoxFuture<'a, Result<String, NotReady>> {
         Box::pin(async move {
             if self.rebuild && work.ef != self.current_ef {
                 self.rebuild_for(work).await?;
