@@ -35,6 +35,8 @@ pub mod run;
 pub mod scale;
 pub mod seconds;
 pub mod servercpu;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod target;
 pub mod testing;
 pub mod tls;
