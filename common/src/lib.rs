@@ -13,6 +13,8 @@ pub mod environment;
 pub mod exit;
 pub mod export;
 pub mod histogram;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod human;
 pub mod interrupt;
 pub mod lanes;
