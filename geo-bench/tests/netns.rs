@@ -79,33 +79,11 @@ fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
 }
 
 /// The settings of every worker against the Redis at `redis`.
-fn settings(redis: SocketAddr) -> Vec<String> {
-    let mut args = vec!["--target".to_owned(), format!("redis://{redis}")];
-    args.extend(
-        [
-            "--workloads",
-            "insert,query",
-            "--batch-sizes",
-            "10",
-            "--clients",
-            "4",
-            "--connections",
-            "4",
-            "--events",
-            "3000",
-            "--queries",
-            "25",
-            "--rounds",
-            "1",
-            "--warmup",
-            "1",
-            "--duration",
-            "200ms",
-            "--quiet",
-        ]
-        .map(str::to_owned),
-    );
-    args
+fn settings(redis: SocketAddr) -> String {
+    format!(
+        "--target redis://{redis} --workloads insert,query --batch-sizes 10 --clients 4 \
+         --connections 4 --events 3000 --queries 25 --rounds 1 --warmup 1 --duration 200ms --quiet"
+    )
 }
 
 #[test]
@@ -120,7 +98,7 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
     };
     let job = job(&net, dir.path());
     let processes: Vec<Started> = (0..2)
-        .map(|i| job.worker((i, 2), settings(redis), "5s"))
+        .map(|i| job.worker((i, 2), &settings(redis), "5s"))
         .collect();
     let reports = job.finish_parts(processes);
     for (i, report) in reports.iter().enumerate() {
@@ -168,6 +146,6 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
     let Some((_redis, redis)) = redis_on(net.host_address(), dir.path()) else {
         return;
     };
-    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(settings(redis), "2s");
+    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(redis), "2s");
     net.remove_and_check();
 }

@@ -20,24 +20,10 @@ fn workers(
     count: u32,
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<geo_bench::Summary>)> {
-    let settings = [
-        "--target",
-        redis,
-        "--workloads",
-        "insert,query",
-        "--batch-sizes",
-        "10",
-        "--clients",
-        "4",
-        "--connections",
-        "4",
-        "--rounds",
-        "3",
-        "--duration",
-        "300ms",
-        "--barrier-timeout",
-        "3s",
-    ];
+    let settings = format!(
+        "--target {redis} --workloads insert,query --batch-sizes 10 --clients 4 --connections 4 \
+         --rounds 3 --duration 300ms --barrier-timeout 3s"
+    );
     in_threads(
         root,
         (count, indexes),

@@ -54,35 +54,12 @@ fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
 }
 
 /// The settings of every worker against the broker at `broker`.
-fn settings(broker: &str) -> Vec<String> {
-    let mut args = vec!["--broker".to_owned(), format!("mosquitto={broker}")];
-    args.extend(
-        [
-            "--scenarios",
-            "connect,idle,many-to-many",
-            "--clients",
-            "20",
-            "--connect-rate",
-            "2k",
-            "--many-to-many",
-            "4x4",
-            "--topics",
-            "4",
-            "--backlog",
-            "100",
-            "--rounds",
-            "1",
-            "--warmup",
-            "1",
-            "--duration",
-            "200ms",
-            "--ceiling",
-            "30s",
-            "--quiet",
-        ]
-        .map(str::to_owned),
-    );
-    args
+fn settings(broker: &str) -> String {
+    format!(
+        "--broker mosquitto={broker} --scenarios connect,idle,many-to-many --clients 20 \
+         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds 1 --warmup 1 \
+         --duration 200ms --ceiling 30s --quiet"
+    )
 }
 
 #[test]
@@ -97,7 +74,7 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
     let dir = tempfile::tempdir().unwrap();
     let job = job(&net, dir.path());
     let processes: Vec<Started> = (0..2)
-        .map(|i| job.worker((i, 2), settings(&broker.url), "10s"))
+        .map(|i| job.worker((i, 2), &settings(&broker.url), "10s"))
         .collect();
     let reports = job.finish_parts(processes);
     for (i, report) in reports.iter().enumerate() {
@@ -137,5 +114,5 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(settings(&broker.url), "2s");
+    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(&broker.url), "2s");
 }

@@ -21,29 +21,11 @@ fn workers(
     count: u32,
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<mqtt_bench::Summary>)> {
-    let broker = format!("mosquitto={broker}");
-    let settings = [
-        "--broker",
-        &broker,
-        "--scenarios",
-        "connect,idle,many-to-many",
-        "--clients",
-        "40",
-        "--connect-rate",
-        "2k",
-        "--many-to-many",
-        "4x4",
-        "--topics",
-        "4",
-        "--backlog",
-        "100",
-        "--rounds",
-        "3",
-        "--duration",
-        "300ms",
-        "--barrier-timeout",
-        "3s",
-    ];
+    let settings = format!(
+        "--broker mosquitto={broker} --scenarios connect,idle,many-to-many --clients 40 \
+         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds 3 \
+         --duration 300ms --barrier-timeout 3s"
+    );
     in_threads(
         root,
         (count, indexes),

@@ -24,7 +24,10 @@ fn workers(
     indexes: &[u32],
     extra: &[&str],
 ) -> Vec<(PathBuf, anyhow::Result<search_bench::Summary>)> {
-    let settings = [&["--target", url, "--index", "fairbench_workers"], extra].concat();
+    let settings = format!(
+        "--target {url} --index fairbench_workers {}",
+        extra.join(" ")
+    );
     in_threads(
         root,
         (count, indexes),

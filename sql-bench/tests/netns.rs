@@ -38,21 +38,11 @@ fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
 }
 
 /// The settings of every worker of the crud suite against `postgres`.
-fn settings(postgres: &str) -> [&str; 12] {
-    [
-        "crud",
-        "--target",
-        postgres,
-        "--workloads",
-        "write-3c,read-6c,mixed-6c",
-        "--rounds",
-        "2",
-        "--warmup",
-        "1",
-        "--duration",
-        "300ms",
-        "--quiet",
-    ]
+fn settings(postgres: &str) -> String {
+    format!(
+        "crud --target {postgres} --workloads write-3c,read-6c,mixed-6c --rounds 2 --warmup 1 \
+         --duration 300ms --quiet"
+    )
 }
 
 /// A PostgreSQL of the test's own on the host's bridge address (the shared one listens on
@@ -79,7 +69,7 @@ fn three_workers_in_three_namespaces_make_one_crud_run_whose_figures_are_the_exa
     std::fs::create_dir_all(&root).unwrap();
     let job = job(&net, &root);
     let processes: Vec<Started> = (0..3)
-        .map(|i| job.worker((i, 3), settings(&postgres.url), "20s"))
+        .map(|i| job.worker((i, 3), &settings(&postgres.url), "20s"))
         .collect();
     let reports = job.finish_parts(processes);
     for (i, report) in reports.iter().enumerate() {
@@ -129,7 +119,7 @@ fn a_crud_worker_killed_before_the_barrier_stops_the_others_and_nothing_is_merge
     let root = postgres.run_dir();
     std::fs::create_dir_all(&root).unwrap();
     let job = job(&net, &root);
-    let report = job.assert_a_killed_worker_stops_the_other(settings(&postgres.url), "2s");
+    let report = job.assert_a_killed_worker_stops_the_other(&settings(&postgres.url), "2s");
     assert!(
         report.cells.iter().all(|c| c
             .reason

@@ -30,11 +30,10 @@ type Part = (PathBuf, anyhow::Result<common::run::Summary>);
 /// by index) and the run's `settings`; each result with its folder.
 fn workers(root: &Path, postgres: &str, flags: &[Arc<AtomicBool>], settings: &[&str]) -> Vec<Part> {
     let indexes: Vec<u32> = (0..flags.len() as u32).collect();
-    let settings = [
-        &["--target", postgres, "--barrier-timeout", "20s"],
-        settings,
-    ]
-    .concat();
+    let settings = format!(
+        "--target {postgres} --barrier-timeout 20s {}",
+        settings.join(" ")
+    );
     in_threads(
         root,
         (flags.len() as u32, &indexes),

@@ -21,26 +21,10 @@ fn workers(
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<vector_bench::Summary>)> {
     let cache = root.join("cache");
-    let settings = [
-        "--target",
-        target,
-        "--rows",
-        "2000",
-        "--dims",
-        "24",
-        "--queries",
-        "40",
-        "--ef",
-        "16,48",
-        "--variants",
-        "f32,binary",
-        "--filters",
-        "none",
-        "--connections",
-        "4",
-        "--barrier-timeout",
-        "5s",
-    ];
+    let settings = format!(
+        "--target {target} --rows 2000 --dims 24 --queries 40 --ef 16,48 --variants f32,binary \
+         --filters none --connections 4 --barrier-timeout 5s"
+    );
     in_threads(
         root,
         (count, indexes),

@@ -4,7 +4,6 @@
 //! `ROOT/worker-INDEX`; the merge Job's `merge` on the host; and what a test of them asserts
 //! of every tool (the parts, the barrier's skew, a worker killed before the barrier).
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -40,22 +39,19 @@ impl Job<'_> {
         self.root.join(format!("worker-{index}"))
     }
 
-    /// Worker `index` of `count`, started in namespace `index` with the tool's `args` and the
-    /// worker flags, its stderr in `ROOT/worker-INDEX.stderr`.
-    pub fn worker<I, S>(
+    /// Worker `index` of `count`, started in namespace `index` with the tool's `settings` (on
+    /// one line: `"--target redis://… --rounds 1"`) and the worker flags, its stderr in
+    /// `ROOT/worker-INDEX.stderr`.
+    pub fn worker(
         &self,
         (index, count): (usize, usize),
-        args: I,
+        settings: &str,
         barrier_timeout: &str,
-    ) -> Started
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    ) -> Started {
         let mut command = self.net.command(index, self.binary);
         command
             .env("JOB_COMPLETION_INDEX", index.to_string())
-            .args(args)
+            .args(settings.split_whitespace())
             .args([
                 "--worker-count",
                 &count.to_string(),
@@ -119,22 +115,18 @@ impl Job<'_> {
         reports
     }
 
-    /// Starts workers 0 and 1 of 2 with `args` and kills worker 1 at once (its pod dies;
+    /// Starts workers 0 and 1 of 2 with `settings` and kills worker 1 at once (its pod dies;
     /// whether before or just after its hello, worker 0 is left alone at a barrier of two):
     /// worker 0 exits with the barrier's code, every cell of its part an error, and `merge`
     /// of both parts refuses (exit 2) with nothing merged. Worker 0's part, for the test's
     /// own checks.
-    pub fn assert_a_killed_worker_stops_the_other<I, S>(
+    pub fn assert_a_killed_worker_stops_the_other(
         &self,
-        args: I,
+        settings: &str,
         barrier_timeout: &str,
-    ) -> Report
-    where
-        I: IntoIterator<Item = S> + Clone,
-        S: AsRef<OsStr>,
-    {
-        let first = self.worker((0, 2), args.clone(), barrier_timeout);
-        let mut second = self.worker((1, 2), args, barrier_timeout);
+    ) -> Report {
+        let first = self.worker((0, 2), settings, barrier_timeout);
+        let mut second = self.worker((1, 2), settings, barrier_timeout);
         second.0.kill().unwrap();
         second.0.wait().unwrap();
         let (status, stderr) = self.finish(first);

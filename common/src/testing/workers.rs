@@ -13,7 +13,8 @@ use crate::scale::merge::MergeArgs;
 use super::process::barrier;
 
 /// Runs workers `indexes` of `count` of one run in threads of their own, as the processes of
-/// several client machines: each through `run(index, folder, args)`, with `settings`, then the
+/// several client machines: each through `run(index, folder, args)`, with `settings` (on one
+/// line: `"--target redis://… --rounds 3"`), then the
 /// worker flags (`--worker-count`, `--worker-index`, `--run-id RUN_ID`, `--barrier` on a free
 /// loopback port) and its own results folder `ROOT/worker-INDEX`. Each result with its folder,
 /// in the order of `indexes`.
@@ -21,7 +22,7 @@ pub fn in_threads<S: Send>(
     root: &Path,
     (count, indexes): (u32, &[u32]),
     run_id: &str,
-    settings: &[&str],
+    settings: &str,
     run: impl Fn(u32, &Path, &[&str]) -> anyhow::Result<S> + Sync,
 ) -> Vec<(PathBuf, anyhow::Result<S>)> {
     let barrier = format!("127.0.0.1:{}", super::free_port());
@@ -35,7 +36,7 @@ pub fn in_threads<S: Send>(
                 let (count, barrier) = (&count, &barrier);
                 scope.spawn(move || {
                     let index = i.to_string();
-                    let mut args = settings.to_vec();
+                    let mut args = super::words(settings);
                     args.extend(["--worker-count", count, "--worker-index", &index]);
                     args.extend(["--run-id", run_id, "--barrier", barrier]);
                     let result = run(i, &out, &args);
