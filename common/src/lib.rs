@@ -13,6 +13,8 @@ pub mod environment;
 pub mod exit;
 pub mod export;
 pub mod histogram;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod human;
 pub mod interrupt;
 pub mod lanes;
@@ -35,6 +37,8 @@ pub mod run;
 pub mod scale;
 pub mod seconds;
 pub mod servercpu;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod target;
 pub mod testing;
 pub mod tls;

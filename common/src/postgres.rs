@@ -2,8 +2,9 @@
 //! one server ([`Link`]: the client's settings and the TLS its URL asks for, libpq's
 //! `sslmode`/`sslrootcert`, which tokio-postgres does not read itself), connecting within a
 //! bounded time with the failure in the words every tool uses, the server's own words for an
-//! error, and where the server runs.
+//! error, the settings it runs with, and where it runs.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
@@ -126,6 +127,21 @@ pub fn message(e: &tokio_postgres::Error) -> String {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
         None => e.to_string(),
     }
+}
+
+/// The settings `names` as the server runs with them (`pg_settings`): name → value, for each
+/// it has.
+pub async fn read_settings(
+    client: &Client,
+    names: &[&str],
+) -> Result<BTreeMap<String, String>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY($1)",
+            &[&names],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// Where the server runs: on this machine unless the URL names a host elsewhere (a Unix

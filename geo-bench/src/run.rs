@@ -49,13 +49,8 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         .map(|w| clients(w, segment).0 as usize)
         .max()
         .unwrap_or(1);
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let options = serde_json::to_value(opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
     let connected = systems::connect_all(
         &specs,
         opts.common.reference.as_deref(),
@@ -75,10 +70,8 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     )
     .await;
     if let Err(e) = prepared {
-        worker
-            .abort(&format!("worker {} could not prepare: {e}", segment.index))
-            .await;
-        return Err(lifecycle.abandon(e));
+        let reason = format!("worker {} could not prepare: {e}", segment.index);
+        return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
     }
     let mut run = lifecycle.begin(Begin {
         section: SECTION.into(),

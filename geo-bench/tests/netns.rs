@@ -8,18 +8,17 @@
 mod support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::histogram::decode_histogram;
-use common::results::Status;
+use common::testing::job::{Job, barrier_skew_ns};
 use common::testing::netns::Namespaces;
-use common::testing::process::{self, Started, barrier, start};
+use common::testing::process::{Started, barrier, start};
+use common::testing::workers::assert_exact_sum;
 use common::testing::{read_report, servers_required};
 use support::assert_matches_schema;
 
-const GEO_BENCH: &str = env!("CARGO_BIN_EXE_geo-bench");
 /// Worker 0 listens in its own namespace, where every port is free.
 const BARRIER_PORT: u16 = 7519;
 /// No worker process runs longer than this (the load loops are bounded by their windows).
@@ -67,39 +66,24 @@ fn redis_on(address: Ipv4Addr, dir: &Path) -> Option<(Started, SocketAddr)> {
     Some((server, socket))
 }
 
-/// Worker `index` of `count`, in namespace `index`, writing to `root/worker-INDEX`.
-fn worker(
-    net: &Namespaces,
-    (index, count): (usize, usize),
-    redis: SocketAddr,
-    barrier_timeout: &str,
-    root: &Path,
-) -> Started {
-    let barrier = format!("{}:{BARRIER_PORT}", net.address(0));
-    let mut command = net.command(index, GEO_BENCH);
-    command
-        .env("JOB_COMPLETION_INDEX", index.to_string())
-        .arg("--target")
-        .arg(format!("redis://{redis}"))
-        .args(["--workloads", "insert,query", "--batch-sizes", "10"])
-        .args(["--clients", "4", "--connections", "4", "--events", "3000"])
-        .args(["--queries", "25", "--rounds", "1", "--warmup", "1"])
-        .args(["--duration", "200ms", "--quiet"])
-        .args(["--worker-count", &count.to_string(), "--run-id", "netns-1"])
-        .args(["--barrier", &barrier, "--barrier-timeout", barrier_timeout])
-        .arg("--output")
-        .arg(root.join(format!("worker-{index}")));
-    start(&mut command, root.join(format!("worker-{index}.stderr")))
+/// The Job of geo-bench's workers in `net`, writing under `root`.
+fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
+    Job {
+        net,
+        binary: env!("CARGO_BIN_EXE_geo-bench"),
+        barrier_port: BARRIER_PORT,
+        run_id: "netns-1",
+        limit: PROCESS_LIMIT,
+        root,
+    }
 }
 
-/// Waits for a process of the test, bounded: its exit status and what it printed on stderr.
-fn finish(process: Started) -> (ExitStatus, String) {
-    process::finish(process, PROCESS_LIMIT)
-}
-
-/// `geo-bench merge` of `parts` on the host, as the merge Job runs it.
-fn merge(parts: &[PathBuf], expect: usize, output: &Path) -> (ExitStatus, String) {
-    process::merge(GEO_BENCH, parts, expect, output, PROCESS_LIMIT)
+/// The settings of every worker against the Redis at `redis`.
+fn settings(redis: SocketAddr) -> String {
+    format!(
+        "--target redis://{redis} --workloads insert,query --batch-sizes 10 --clients 4 \
+         --connections 4 --events 3000 --queries 25 --rounds 1 --warmup 1 --duration 200ms --quiet"
+    )
 }
 
 #[test]
@@ -112,33 +96,12 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
     let Some((_redis, redis)) = redis_on(net.host_address(), dir.path()) else {
         return;
     };
+    let job = job(&net, dir.path());
     let processes: Vec<Started> = (0..2)
-        .map(|i| worker(&net, (i, 2), redis, "5s", dir.path()))
+        .map(|i| job.worker((i, 2), &settings(redis), "5s"))
         .collect();
-    let parts: Vec<PathBuf> = (0..2)
-        .map(|i| dir.path().join(format!("worker-{i}")))
-        .collect();
-    let mut reports = Vec::new();
-    for (i, process) in processes.into_iter().enumerate() {
-        let (status, stderr) = finish(process);
-        let report = read_report(&parts[i]);
-        let not_ok: Vec<_> = report
-            .cells
-            .iter()
-            .filter(|c| c.status != Status::Ok)
-            .map(|c| format!("{}: {:?} {:?}", c.workload, c.status, c.reason))
-            .collect();
-        assert!(
-            status.success(),
-            "worker {i}: {status}: {stderr}{not_ok:#?}"
-        );
-        assert_matches_schema(&parts[i]);
-        let info = report.worker.as_ref().expect("a worker block");
-        assert_eq!(
-            (info.index, info.count),
-            (i as u32, 2),
-            "JOB_COMPLETION_INDEX"
-        );
+    let reports = job.finish_parts(processes);
+    for (i, report) in reports.iter().enumerate() {
         // The workers reached Redis through their veth, not a loopback of theirs.
         assert_eq!(
             report.systems[0].url_redacted,
@@ -149,30 +112,15 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
             "worker {i}: {} to {:?}",
             report.started_at, report.finished_at
         );
-        reports.push(report);
     }
-    let (b0, b1) = (barrier(&reports[0]), barrier(&reports[1]));
-    assert_eq!(b1.address, format!("{}:{BARRIER_PORT}", net.address(0)));
-    assert!(
-        b1.rtt_ns > 0,
-        "worker 1 measured its round trip to worker 0"
-    );
-    assert_eq!(b0.windows, b1.windows);
-    assert_eq!(b0.start_unix_ns.len(), b1.start_unix_ns.len());
-    // One clock for both namespaces: every window's starts are comparable.
-    let skew_ns = b0
-        .start_unix_ns
-        .iter()
-        .zip(&b1.start_unix_ns)
-        .map(|(a, b)| a.abs_diff(*b))
-        .max()
-        .unwrap();
+    assert_eq!(barrier(&reports[1]).address, job.barrier());
+    let skew_ns = barrier_skew_ns(&reports);
     assert!(skew_ns < 50_000_000, "windows started {skew_ns} ns apart");
     eprintln!("barrier skew across the namespaces: at most {skew_ns} ns");
 
-    let merged_dir = dir.path().join("merged");
-    let (status, stderr) = merge(&[parts[1].clone(), parts[0].clone()], 2, &merged_dir);
+    let (status, stderr) = job.merge(&[job.part(1), job.part(0)], 2);
     assert!(status.success(), "merge: {status}: {stderr}");
+    let merged_dir = job.merged();
     assert_matches_schema(&merged_dir);
     assert!(merged_dir.join("report.md").is_file());
     let merged = read_report(&merged_dir);
@@ -182,22 +130,8 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
         let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
         // Worker 0 counted the events after every insert window against both workers'
         // acknowledgements (each key exactly once, or the cell is invalid).
-        assert_eq!(c.status, Status::Ok, "{}: {:?}", c.workload, c.reason);
-        assert_eq!(c.counts.ok, a.counts.ok + b.counts.ok, "{}", c.workload);
         assert!(a.counts.ok > 0 && b.counts.ok > 0, "{}", c.workload);
-        assert_eq!(c.connections, a.connections + b.connections);
-        let mut expected = decode_histogram(a.histogram_b64.as_ref().unwrap()).unwrap();
-        expected.auto(true);
-        expected
-            .add(decode_histogram(b.histogram_b64.as_ref().unwrap()).unwrap())
-            .unwrap();
-        let merged_h = decode_histogram(c.histogram_b64.as_ref().unwrap()).unwrap();
-        assert_eq!(merged_h, expected, "{}: the exact sum", c.workload);
-        assert_eq!(c.latency_ns.unwrap().p99, expected.value_at_quantile(0.99));
-        let rounds = |x: &common::results::Cell| x.throughput.as_ref().unwrap().rounds.clone();
-        for ((m, x), y) in rounds(c).iter().zip(rounds(a)).zip(rounds(b)) {
-            assert!((m - (x + y)).abs() <= 1e-9 * (x + y), "{}", c.workload);
-        }
+        assert_exact_sum(c, &[a, b]);
     }
     net.remove_and_check();
     eprintln!("two workers in namespaces: {:?}", started.elapsed());
@@ -212,30 +146,6 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
     let Some((_redis, redis)) = redis_on(net.host_address(), dir.path()) else {
         return;
     };
-    let first = worker(&net, (0, 2), redis, "2s", dir.path());
-    let mut second = worker(&net, (1, 2), redis, "2s", dir.path());
-    // The pod of worker 1 dies at once (whether before or just after its hello, worker 0
-    // is left alone at a barrier of two).
-    second.0.kill().unwrap();
-    second.0.wait().unwrap();
-    let (status, stderr) = finish(first);
-    assert_eq!(
-        status.code(),
-        Some(i32::from(common::scale::BARRIER_EXIT)),
-        "{stderr}"
-    );
-    let part = dir.path().join("worker-0");
-    let report = read_report(&part);
-    assert!(
-        report.cells.iter().all(|c| c.status == Status::Error),
-        "every cell says the run stopped"
-    );
-    let (status, stderr) = merge(
-        &[part, dir.path().join("worker-1")],
-        2,
-        &dir.path().join("merged"),
-    );
-    assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(!dir.path().join("merged").exists(), "nothing merged");
+    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(redis), "2s");
     net.remove_and_check();
 }

@@ -6,11 +6,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::thread;
 
 use common::results::{Report, Status};
-use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
+use common::testing::workers::{
+    assert_exact_sum, assert_stopped_and_unmerged, in_threads, merge_in_process,
+};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -19,50 +19,18 @@ fn workers(
     redis: &str,
     count: u32,
     indexes: &[u32],
-    extra: &[&str],
 ) -> Vec<(PathBuf, anyhow::Result<geo_bench::Summary>)> {
-    let barrier = format!("127.0.0.1:{}", free_port());
-    let handles: Vec<_> = indexes
-        .iter()
-        .map(|&i| {
-            let out = root.join(format!("worker-{i}"));
-            let mut owned: Vec<String> = [
-                "--target",
-                redis,
-                "--workloads",
-                "insert,query",
-                "--batch-sizes",
-                "10",
-                "--clients",
-                "4",
-                "--connections",
-                "4",
-                "--rounds",
-                "3",
-                "--duration",
-                "300ms",
-                "--worker-count",
-                &count.to_string(),
-                "--worker-index",
-                &i.to_string(),
-                "--run-id",
-                "geo-test-1",
-                "--barrier",
-                &barrier,
-                "--barrier-timeout",
-                "3s",
-            ]
-            .map(str::to_owned)
-            .to_vec();
-            owned.extend(extra.iter().map(|s| s.to_string()));
-            thread::spawn(move || {
-                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
-                let result = run(&args(&out, &borrowed));
-                (out, result)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let settings = format!(
+        "--target {redis} --workloads insert,query --batch-sizes 10 --clients 4 --connections 4 \
+         --rounds 3 --duration 300ms --barrier-timeout 3s"
+    );
+    in_threads(
+        root,
+        (count, indexes),
+        "geo-test-1",
+        &settings,
+        |_, out, a| run(&args(out, a)),
+    )
 }
 
 fn cell<'a>(report: &'a Report, workload: &str) -> &'a common::results::Cell {
@@ -80,7 +48,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let parts = workers(dir.path(), &redis, 2, &[0, 1], &[]);
+    let parts = workers(dir.path(), &redis, 2, &[0, 1]);
     let mut reports = Vec::new();
     for (out, result) in &parts {
         let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
@@ -119,7 +87,7 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
-    let parts = workers(dir.path(), &redis, 3, &[0, 1], &[]);
+    let parts = workers(dir.path(), &redis, 3, &[0, 1]);
     assert_stopped_and_unmerged(
         &parts,
         "worker(s) 2",

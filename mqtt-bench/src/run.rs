@@ -12,7 +12,7 @@ use anyhow::bail;
 use common::options::TargetSpec;
 use common::results::SystemInfo;
 use common::run::{Begin, Lifecycle, Summary, Tool};
-use common::scale::{Segment, Worker};
+use common::scale::Segment;
 
 use crate::gate::Gate;
 use crate::measure::{self, Windows};
@@ -48,13 +48,8 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
     let (opts, specs, segment) = check(opts)?;
     let rows = workloads::rows(&opts);
     let fd = plan(&opts, &rows, &specs, segment)?;
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, &opts, interrupt)?;
-    let options = serde_json::to_value(&opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, &opts, interrupt).await?;
     let run_id = opts.common.run_id.as_deref().unwrap_or_default();
     let run_tag = measure::run_tag(worker.is_part().then_some((run_id, segment.index)));
     let access = crate::targets::Reach::of(&lifecycle, &opts.common);
@@ -62,13 +57,8 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
     let (systems, reference) = match prepared {
         Ok(prepared) => prepared,
         Err(e) => {
-            worker
-                .abort(&format!(
-                    "worker {} could not reach its brokers: {e}",
-                    segment.index
-                ))
-                .await;
-            return Err(lifecycle.abandon(e));
+            let reason = format!("worker {} could not reach its brokers: {e}", segment.index);
+            return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
     let infos: Vec<SystemInfo> = systems.iter().map(|s| s.broker.info.clone()).collect();

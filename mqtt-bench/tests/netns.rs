@@ -9,17 +9,16 @@
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::results::Status;
+use common::testing::job::{Job, barrier_skew_ns};
 use common::testing::netns::Namespaces;
-use common::testing::process::{self, Started, barrier, start};
+use common::testing::process::{Started, barrier};
 use common::testing::read_report;
 use support::{OwnMosquitto, assert_matches_schema, mosquitto_installed};
 
-const MQTT_BENCH: &str = env!("CARGO_BIN_EXE_mqtt-bench");
 /// Worker 0 listens in its own namespace, where every port is free.
 const BARRIER_PORT: u16 = 7519;
 /// No worker process runs longer than this (the load loops are bounded by their windows).
@@ -42,38 +41,25 @@ fn mosquitto_on(address: Ipv4Addr) -> Option<OwnMosquitto> {
     Some(OwnMosquitto::launch(&config, (&host, port), "mqtt", dir))
 }
 
-/// Worker `index` of `count`, in namespace `index`, writing to `root/worker-INDEX`.
-fn worker(
-    net: &Namespaces,
-    (index, count): (usize, usize),
-    broker: &str,
-    barrier_timeout: &str,
-    root: &Path,
-) -> Started {
-    let barrier = format!("{}:{BARRIER_PORT}", net.address(0));
-    let mut command = net.command(index, MQTT_BENCH);
-    command
-        .env("JOB_COMPLETION_INDEX", index.to_string())
-        .args(["--broker", &format!("mosquitto={broker}")])
-        .args(["--scenarios", "connect,idle,many-to-many"])
-        .args(["--clients", "20", "--connect-rate", "2k"])
-        .args(["--many-to-many", "4x4", "--topics", "4", "--backlog", "100"])
-        .args(["--rounds", "1", "--warmup", "1", "--duration", "200ms"])
-        .args(["--ceiling", "30s", "--quiet"])
-        .args(["--worker-count", &count.to_string(), "--run-id", "netns-1"])
-        .args(["--barrier", &barrier, "--barrier-timeout", barrier_timeout])
-        .arg("--output")
-        .arg(root.join(format!("worker-{index}")));
-    start(&mut command, root.join(format!("worker-{index}.stderr")))
+/// The Job of mqtt-bench's workers in `net`, writing under `root`.
+fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
+    Job {
+        net,
+        binary: env!("CARGO_BIN_EXE_mqtt-bench"),
+        barrier_port: BARRIER_PORT,
+        run_id: "netns-1",
+        limit: PROCESS_LIMIT,
+        root,
+    }
 }
 
-fn finish(process: Started) -> (ExitStatus, String) {
-    process::finish(process, PROCESS_LIMIT)
-}
-
-/// `mqtt-bench merge` of `parts` on the host, as the merge Job runs it.
-fn merge(parts: &[PathBuf], expect: usize, output: &Path) -> (ExitStatus, String) {
-    process::merge(MQTT_BENCH, parts, expect, output, PROCESS_LIMIT)
+/// The settings of every worker against the broker at `broker`.
+fn settings(broker: &str) -> String {
+    format!(
+        "--broker mosquitto={broker} --scenarios connect,idle,many-to-many --clients 20 \
+         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds 1 --warmup 1 \
+         --duration 200ms --ceiling 30s --quiet"
+    )
 }
 
 #[test]
@@ -86,47 +72,23 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    let job = job(&net, dir.path());
     let processes: Vec<Started> = (0..2)
-        .map(|i| worker(&net, (i, 2), &broker.url, "10s", dir.path()))
+        .map(|i| job.worker((i, 2), &settings(&broker.url), "10s"))
         .collect();
-    let parts: Vec<PathBuf> = (0..2)
-        .map(|i| dir.path().join(format!("worker-{i}")))
-        .collect();
-    let mut reports = Vec::new();
-    for (i, process) in processes.into_iter().enumerate() {
-        let (status, stderr) = finish(process);
-        assert!(status.success(), "worker {i}: {status}: {stderr}");
-        assert_matches_schema(&parts[i]);
-        let report = read_report(&parts[i]);
-        let info = report.worker.as_ref().expect("a worker block");
-        assert_eq!(
-            (info.index, info.count),
-            (i as u32, 2),
-            "JOB_COMPLETION_INDEX"
-        );
+    let reports = job.finish_parts(processes);
+    for (i, report) in reports.iter().enumerate() {
         // The workers reached the broker through their veth, not a loopback of theirs.
         assert_eq!(report.systems[0].url_redacted, broker.url, "worker {i}");
-        reports.push(report);
     }
-    let (b0, b1) = (barrier(&reports[0]), barrier(&reports[1]));
-    assert!(
-        b1.rtt_ns > 0,
-        "worker 1 measured its round trip to worker 0"
-    );
     // 3 rows × (1 warm-up + 1 round), and the closing meeting.
-    assert_eq!((b0.windows, b1.windows), (7, 7));
-    let skew_ns = b0
-        .start_unix_ns
-        .iter()
-        .zip(&b1.start_unix_ns)
-        .map(|(a, b)| a.abs_diff(*b))
-        .max()
-        .unwrap();
+    assert_eq!(barrier(&reports[0]).windows, 7);
+    let skew_ns = barrier_skew_ns(&reports);
     assert!(skew_ns < 50_000_000, "windows started {skew_ns} ns apart");
     eprintln!("barrier skew across the namespaces: at most {skew_ns} ns");
-    let merged_dir = dir.path().join("merged");
-    let (status, stderr) = merge(&[parts[1].clone(), parts[0].clone()], 2, &merged_dir);
+    let (status, stderr) = job.merge(&[job.part(1), job.part(0)], 2);
     assert!(status.success(), "merge: {status}: {stderr}");
+    let merged_dir = job.merged();
     assert_matches_schema(&merged_dir);
     assert!(merged_dir.join("report.md").is_file());
     let merged = read_report(&merged_dir);
@@ -152,25 +114,5 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let first = worker(&net, (0, 2), &broker.url, "2s", dir.path());
-    let mut second = worker(&net, (1, 2), &broker.url, "2s", dir.path());
-    // The pod of worker 1 dies at once: worker 0 is left alone at a barrier of two.
-    second.0.kill().unwrap();
-    second.0.wait().unwrap();
-    let (status, stderr) = finish(first);
-    assert_eq!(
-        status.code(),
-        Some(i32::from(common::scale::BARRIER_EXIT)),
-        "{stderr}"
-    );
-    let part = dir.path().join("worker-0");
-    let report = read_report(&part);
-    assert!(report.cells.iter().all(|c| c.status == Status::Error));
-    let (status, stderr) = merge(
-        &[part, dir.path().join("worker-1")],
-        2,
-        &dir.path().join("merged"),
-    );
-    assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(!dir.path().join("merged").exists(), "nothing merged");
+    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(&broker.url), "2s");
 }

@@ -7,11 +7,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::thread;
 
 use common::results::{Cell, Report, Status};
-use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
+use common::testing::workers::{
+    assert_exact_sum, assert_stopped_and_unmerged, in_threads, merge_in_process,
+};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -21,52 +21,18 @@ fn workers(
     count: u32,
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<mqtt_bench::Summary>)> {
-    let barrier = format!("127.0.0.1:{}", free_port());
-    let broker = format!("mosquitto={broker}");
-    let handles: Vec<_> = indexes
-        .iter()
-        .map(|&i| {
-            let out = root.join(format!("worker-{i}"));
-            let owned: Vec<String> = [
-                "--broker",
-                &broker,
-                "--scenarios",
-                "connect,idle,many-to-many",
-                "--clients",
-                "40",
-                "--connect-rate",
-                "2k",
-                "--many-to-many",
-                "4x4",
-                "--topics",
-                "4",
-                "--backlog",
-                "100",
-                "--rounds",
-                "3",
-                "--duration",
-                "300ms",
-                "--worker-count",
-                &count.to_string(),
-                "--worker-index",
-                &i.to_string(),
-                "--run-id",
-                "mqtt-test-1",
-                "--barrier",
-                &barrier,
-                "--barrier-timeout",
-                "3s",
-            ]
-            .map(str::to_owned)
-            .to_vec();
-            thread::spawn(move || {
-                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
-                let result = run(&args(&out, &borrowed));
-                (out, result)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let settings = format!(
+        "--broker mosquitto={broker} --scenarios connect,idle,many-to-many --clients 40 \
+         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds 3 \
+         --duration 300ms --barrier-timeout 3s"
+    );
+    in_threads(
+        root,
+        (count, indexes),
+        "mqtt-test-1",
+        &settings,
+        |_, out, a| run(&args(out, a)),
+    )
 }
 
 fn cell<'a>(report: &'a Report, prefix: &str) -> &'a Cell {

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use common::options::TargetSpec;
 use common::results::Status;
 use common::run::{Begin, Lifecycle, Summary, Tool};
-use common::scale::{BarrierError, Worker};
+use common::scale::BarrierError;
 
 use crate::opts::Opts;
 use crate::plan::{self, Material};
@@ -45,24 +45,16 @@ pub fn check(opts: &Opts) -> anyhow::Result<(plan::Plan, Vec<TargetSpec>)> {
 /// Runs the suite. Bad input fails before any engine's data is touched, and leaves no folder.
 pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let (plan, specs) = check(opts)?;
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let options = serde_json::to_value(opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
     let reach = targets::Reach::of(&lifecycle, &opts.common);
     let connected = systems::connect_all(opts, &specs, &reach).await;
     let (systems, reference) = match connected {
         Ok(connected) => connected,
         Err(e) => {
             // The other workers would wait for this one at the barrier: tell them why not.
-            let index = worker.segment.index;
-            worker
-                .abort(&format!("worker {index} could not connect: {e:#}"))
-                .await;
-            return Err(lifecycle.abandon(e));
+            let reason = format!("worker {} could not connect: {e:#}", worker.segment.index);
+            return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
     lifecycle.progress().line(format!(

@@ -8,11 +8,12 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::thread;
 
 use common::results::{Report, Status};
 use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_stopped_and_unmerged, merge_in_process};
+use common::testing::workers::{
+    assert_exact_sum, assert_stopped_and_unmerged, in_threads, merge_in_process,
+};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -23,36 +24,17 @@ fn workers(
     indexes: &[u32],
     extra: &[&str],
 ) -> Vec<(PathBuf, anyhow::Result<search_bench::Summary>)> {
-    let barrier = format!("127.0.0.1:{}", free_port());
-    let handles: Vec<_> = indexes
-        .iter()
-        .map(|&i| {
-            let out = root.join(format!("worker-{i}"));
-            let mut owned: Vec<String> = [
-                "--target",
-                url,
-                "--index",
-                "fairbench_workers",
-                "--worker-count",
-                &count.to_string(),
-                "--worker-index",
-                &i.to_string(),
-                "--run-id",
-                "search-test-1",
-                "--barrier",
-                &barrier,
-            ]
-            .map(str::to_owned)
-            .to_vec();
-            owned.extend(extra.iter().map(|s| s.to_string()));
-            thread::spawn(move || {
-                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
-                let result = run(&args(&out, &borrowed));
-                (out, result)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let settings = format!(
+        "--target {url} --index fairbench_workers {}",
+        extra.join(" ")
+    );
+    in_threads(
+        root,
+        (count, indexes),
+        "search-test-1",
+        &settings,
+        |_, out, a| run(&args(out, a)),
+    )
 }
 
 #[test]

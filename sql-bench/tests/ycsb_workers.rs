@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use common::histogram::{add, decode_histogram, new_histogram};
 use common::results::{Cell, Report, Status};
-use common::testing::free_port;
-use common::testing::workers::{assert_exact_sum, assert_opened_together, merge_in_process};
+use common::testing::workers::{
+    assert_exact_sum, assert_opened_together, in_threads, merge_in_process,
+};
 use serde_json::Value;
 use support::*;
 
@@ -28,37 +29,18 @@ type Part = (PathBuf, anyhow::Result<common::run::Summary>);
 /// Runs workers `0..count` in threads of their own, each with its interrupt flag (`flags`,
 /// by index) and the run's `settings`; each result with its folder.
 fn workers(root: &Path, postgres: &str, flags: &[Arc<AtomicBool>], settings: &[&str]) -> Vec<Part> {
-    let count = flags.len();
-    let barrier = format!("127.0.0.1:{}", free_port());
-    let handles: Vec<_> = (0..count)
-        .map(|i| {
-            let out = root.join(format!("worker-{i}"));
-            let interrupt = flags[i].clone();
-            let mut owned: Vec<String> = [
-                "--target",
-                postgres,
-                "--worker-count",
-                &count.to_string(),
-                "--worker-index",
-                &i.to_string(),
-                "--run-id",
-                "ycsb-test-1",
-                "--barrier",
-                &barrier,
-                "--barrier-timeout",
-                "20s",
-            ]
-            .map(str::to_owned)
-            .to_vec();
-            owned.extend(settings.iter().map(|s| s.to_string()));
-            thread::spawn(move || {
-                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
-                let result = run_with(&args("ycsb", &out, &borrowed), interrupt);
-                (out, result)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let indexes: Vec<u32> = (0..flags.len() as u32).collect();
+    let settings = format!(
+        "--target {postgres} --barrier-timeout 20s {}",
+        settings.join(" ")
+    );
+    in_threads(
+        root,
+        (flags.len() as u32, &indexes),
+        "ycsb-test-1",
+        &settings,
+        |i, out, a| run_with(&args("ycsb", out, a), flags[i as usize].clone()),
+    )
 }
 
 fn cell<'a>(report: &'a Report, workload: &str) -> &'a Cell {

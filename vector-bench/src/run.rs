@@ -53,22 +53,14 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     if opts.truth_only {
         return truth_only(opts, &plan, interrupt).await;
     }
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let options = serde_json::to_value(opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
     let reach = Reach::of(&lifecycle, &opts.common);
     let prepared = match prepare(opts, &plan, &reach, lifecycle.progress()).await {
         Ok(prepared) => prepared,
         Err(e) => {
-            let index = worker.segment.index;
-            worker
-                .abort(&format!("worker {index} could not prepare: {e}"))
-                .await;
-            return Err(lifecycle.abandon(e));
+            let reason = format!("worker {} could not prepare: {e}", worker.segment.index);
+            return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
     let Prepared {

@@ -7,12 +7,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::thread;
 
 use common::histogram::decode_histogram;
 use common::results::{Cell, Report, Status};
-use common::testing::free_port;
-use common::testing::workers::{assert_stopped_and_unmerged, merge_in_process};
+use common::testing::workers::{assert_stopped_and_unmerged, in_threads, merge_in_process};
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
@@ -22,50 +20,18 @@ fn workers(
     count: u32,
     indexes: &[u32],
 ) -> Vec<(PathBuf, anyhow::Result<vector_bench::Summary>)> {
-    let barrier = format!("127.0.0.1:{}", free_port());
     let cache = root.join("cache");
-    let handles: Vec<_> = indexes
-        .iter()
-        .map(|&i| {
-            let (out, cache) = (root.join(format!("worker-{i}")), cache.clone());
-            let owned: Vec<String> = [
-                "--target",
-                target,
-                "--rows",
-                "2000",
-                "--dims",
-                "24",
-                "--queries",
-                "40",
-                "--ef",
-                "16,48",
-                "--variants",
-                "f32,binary",
-                "--filters",
-                "none",
-                "--connections",
-                "4",
-                "--worker-count",
-                &count.to_string(),
-                "--worker-index",
-                &i.to_string(),
-                "--run-id",
-                "vector-test-1",
-                "--barrier",
-                &barrier,
-                "--barrier-timeout",
-                "5s",
-            ]
-            .map(str::to_owned)
-            .to_vec();
-            thread::spawn(move || {
-                let borrowed: Vec<&str> = owned.iter().map(String::as_str).collect();
-                let result = run(&args(&out, &cache, &borrowed));
-                (out, result)
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let settings = format!(
+        "--target {target} --rows 2000 --dims 24 --queries 40 --ef 16,48 --variants f32,binary \
+         --filters none --connections 4 --barrier-timeout 5s"
+    );
+    in_threads(
+        root,
+        (count, indexes),
+        "vector-test-1",
+        &settings,
+        |_, out, a| run(&args(out, &cache, a)),
+    )
 }
 
 fn histogram(text: &str) -> hdrhistogram::Histogram<u64> {

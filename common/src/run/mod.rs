@@ -35,7 +35,7 @@ use crate::export::{ToolReport, exporters};
 use crate::options::CommonOpts;
 use crate::progress::Progress;
 use crate::results::{Cell, DataInfo, Location, Report, SystemInfo, WorkerInfo};
-use crate::scale::BarrierError;
+use crate::scale::{BarrierError, Worker};
 use crate::writer::{ResultsDir, WriteError};
 
 /// Time spent measuring each durable-write floor.
@@ -125,6 +125,29 @@ impl Lifecycle {
         })
     }
 
+    /// [`Lifecycle::start`], then this process's place among the run's workers
+    /// ([`Worker::join`], on the options as results.json keeps them, under the run's Ctrl-C
+    /// flag); the folder goes again when joining fails.
+    pub async fn start_joined(
+        tool: Tool,
+        common: &CommonOpts,
+        options: &impl Serialize,
+        interrupt: Arc<AtomicBool>,
+    ) -> anyhow::Result<(Lifecycle, Worker)> {
+        let lifecycle = Lifecycle::start(tool, common, options, interrupt)?;
+        match Worker::join(
+            common,
+            tool.version,
+            &lifecycle.options,
+            &lifecycle.interrupt,
+        )
+        .await
+        {
+            Ok(worker) => Ok((lifecycle, worker)),
+            Err(e) => Err(lifecycle.abandon(e.into())),
+        }
+    }
+
     /// The targets' passwords and API keys ([`Secrets::password`], [`Secrets::api_key`],
     /// [`Secrets::url_with_password`]), read once.
     pub fn secrets(&self) -> &Secrets {
@@ -150,6 +173,18 @@ impl Lifecycle {
         drop(self.progress);
         self.results.discard();
         error
+    }
+
+    /// [`Lifecycle::abandon`] by one of several workers: the others, which would wait for this
+    /// one at the barrier, are stopped first with `reason`.
+    pub async fn abandon_worker(
+        self,
+        worker: &mut Worker,
+        reason: &str,
+        error: anyhow::Error,
+    ) -> anyhow::Error {
+        worker.abort(reason).await;
+        self.abandon(error)
     }
 
     /// Starts the report: the systems (each local one's durable-write floor measured in its

@@ -5,10 +5,12 @@
 //! outcome (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and
 //! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
 //! real browser; network namespaces for tests of several workers ([`netns`]), the processes
-//! such a test starts ([`process`]) and what it asserts of their parts ([`workers`]).
+//! such a test starts ([`process`]), a run as an Indexed Job makes it in those namespaces
+//! ([`job`]) and what it asserts of their parts ([`workers`]).
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
+pub mod job;
 pub mod netns;
 mod order;
 mod outcome;

@@ -1,8 +1,9 @@
-//! What every tool's tests of several workers assert: that the parts opened their windows
-//! together, that a merged cell is the exact sum of the parts' same cell, and that a run whose
-//! worker never came stopped every other with the barrier's error and merges into nothing.
+//! What every tool's tests of several workers do and assert: the workers of one run in threads
+//! of one test process ([`in_threads`]); that the parts opened their windows together, that a
+//! merged cell is the exact sum of the parts' same cell, and that a run whose worker never
+//! came stopped every other with the barrier's error and merges into nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::export::ToolReport;
 use crate::histogram::decode_histogram;
@@ -10,6 +11,42 @@ use crate::results::{Cell, Report, Status};
 use crate::scale::merge::MergeArgs;
 
 use super::process::barrier;
+
+/// Runs workers `indexes` of `count` of one run in threads of their own, as the processes of
+/// several client machines: each through `run(index, folder, args)`, with `settings` (on one
+/// line: `"--target redis://… --rounds 3"`), then the
+/// worker flags (`--worker-count`, `--worker-index`, `--run-id RUN_ID`, `--barrier` on a free
+/// loopback port) and its own results folder `ROOT/worker-INDEX`. Each result with its folder,
+/// in the order of `indexes`.
+pub fn in_threads<S: Send>(
+    root: &Path,
+    (count, indexes): (u32, &[u32]),
+    run_id: &str,
+    settings: &str,
+    run: impl Fn(u32, &Path, &[&str]) -> anyhow::Result<S> + Sync,
+) -> Vec<(PathBuf, anyhow::Result<S>)> {
+    let barrier = format!("127.0.0.1:{}", super::free_port());
+    let count = count.to_string();
+    let run = &run;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = indexes
+            .iter()
+            .map(|&i| {
+                let out = root.join(format!("worker-{i}"));
+                let (count, barrier) = (&count, &barrier);
+                scope.spawn(move || {
+                    let index = i.to_string();
+                    let mut args = super::words(settings);
+                    args.extend(["--worker-count", count, "--worker-index", &index]);
+                    args.extend(["--run-id", run_id, "--barrier", barrier]);
+                    let result = run(i, &out, &args);
+                    (out, result)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
 
 /// Checks that the workers' parts opened their windows together: every window's starts (each
 /// worker's clock; one host in a test) within 50 ms of each other but for at most one, and

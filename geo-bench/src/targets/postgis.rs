@@ -145,21 +145,16 @@ impl PostgisTarget {
     }
 
     async fn settings(&self) -> Result<BTreeMap<String, String>, TargetError> {
-        let rows = self
-            .control
-            .query(
-                "SELECT name, setting FROM pg_settings WHERE name = ANY($1)",
-                &[&vec![
-                    "fsync",
-                    "synchronous_commit",
-                    "wal_sync_method",
-                    "synchronous_standby_names",
-                    "data_directory",
-                ]],
-            )
+        let names = [
+            "fsync",
+            "synchronous_commit",
+            "wal_sync_method",
+            "synchronous_standby_names",
+            "data_directory",
+        ];
+        common::postgres::read_settings(&self.control, &names)
             .await
-            .map_err(|e| self.error(message(&e)))?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            .map_err(|e| self.error(message(&e)))
     }
 
     async fn index_evidence(&self, table: &str) -> Result<(String, String), TargetError> {

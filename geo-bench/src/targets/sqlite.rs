@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
+use common::sqlite::connect_durable as connect;
 use common::watchdog::Interrupt;
 use geo::{Contains, Distance, Geodesic, Point};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -45,15 +45,6 @@ fn objects(set: &str) -> [String; 3] {
         format!("{set}_entity"),
         format!("{set}_rtree"),
     ]
-}
-
-/// Opens a connection configured for durable commits.
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.busy_timeout(Duration::from_secs(120))?;
-    Ok(conn)
 }
 
 fn failed(e: impl ToString) -> OpError {
@@ -154,25 +145,13 @@ fn answer(conn: &Connection, query: &Query, ids: &mut Vec<u128>) -> rusqlite::Re
 impl SqliteTarget {
     /// `sqlite` (a file in the results folder), `sqlite:PATH` or `sqlite://PATH`.
     pub fn open(spec: &TargetSpec, results_dir: &Path) -> Result<Box<dyn Target>, TargetError> {
-        let rest = spec.url.strip_prefix("sqlite").unwrap_or_default();
-        let rest = rest
-            .strip_prefix("://")
-            .or_else(|| rest.strip_prefix(':'))
-            .unwrap_or(rest);
-        let path = if rest.is_empty() {
-            results_dir.join("sqlite").join("fairbench-geo.db")
-        } else {
-            PathBuf::from(rest)
-        };
+        let path = common::sqlite::file_of(&spec.url, results_dir, "fairbench-geo.db");
         let identity = Identity {
             url_redacted: format!("sqlite:{}", path.display()),
             ..Identity::of(spec, "sqlite")
         };
-        let connect_error = |message: String| identity.connect_error(message);
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| connect_error(e.to_string()))?;
-        }
-        let control = connect(&path).map_err(|e| connect_error(e.to_string()))?;
+        let control =
+            common::sqlite::create_durable(&path).map_err(|e| identity.connect_error(e))?;
         Ok(Box::new(SqliteTarget {
             identity,
             path,
@@ -187,38 +166,7 @@ impl SqliteTarget {
 
     /// Whether `name` exists, and if so whether fairbench's marker lists it.
     fn ownership(&self, name: &str) -> rusqlite::Result<Option<bool>> {
-        let exists = self
-            .control
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE name = ?1",
-                [name],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some();
-        if !exists {
-            return Ok(None);
-        }
-        let marker = self
-            .control
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [MARKER_TABLE],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some();
-        let listed = marker
-            && self
-                .control
-                .query_row(
-                    &format!("SELECT 1 FROM {MARKER_TABLE} WHERE name = ?1"),
-                    [name],
-                    |_| Ok(()),
-                )
-                .optional()?
-                .is_some();
-        Ok(Some(listed))
+        common::sqlite::ownership(&self.control, name, MARKER_TABLE)
     }
 
     fn check_ours(&self) -> Result<(), TargetError> {
@@ -316,15 +264,8 @@ impl Target for SqliteTarget {
 
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
-            let read = |sql: &str| -> Result<String, TargetError> {
-                self.control
-                    .query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
-                    .map(|v| match v {
-                        rusqlite::types::Value::Integer(i) => i.to_string(),
-                        rusqlite::types::Value::Text(t) => t,
-                        other => format!("{other:?}"),
-                    })
-                    .map_err(|e| self.error(e))
+            let read = |sql: &str| {
+                common::sqlite::read_text(&self.control, sql).map_err(|e| self.error(e))
             };
             let version = read("SELECT sqlite_version()")?;
             let journal_mode = read("PRAGMA journal_mode")?;

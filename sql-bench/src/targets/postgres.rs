@@ -123,23 +123,17 @@ impl Target for PostgresTarget {
                 return cockroach::describe(self, durability, full).await;
             }
             let version = full.split(" on ").next().unwrap_or(&full).to_owned();
-            let rows = self
-                .control
-                .query(
-                    "SELECT name, setting FROM pg_settings WHERE name = ANY($1)",
-                    &[&vec![
-                        "fsync",
-                        "synchronous_commit",
-                        "wal_sync_method",
-                        "full_page_writes",
-                        "synchronous_standby_names",
-                        "data_directory",
-                    ]],
-                )
+            let names = [
+                "fsync",
+                "synchronous_commit",
+                "wal_sync_method",
+                "full_page_writes",
+                "synchronous_standby_names",
+                "data_directory",
+            ];
+            let mut settings = common::postgres::read_settings(&self.control, &names)
                 .await
                 .map_err(|e| self.error(message(&e)))?;
-            let mut settings: BTreeMap<String, String> =
-                rows.iter().map(|r| (r.get(0), r.get(1))).collect();
             let standbys = self
                 .control
                 .query_one("SELECT count(*) FROM pg_stat_replication", &[])

@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
+use common::sqlite::connect_durable as connect;
 use common::watchdog::Interrupt;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 mod docs;
 mod ycsb;
@@ -39,41 +39,20 @@ fn physical(name: &str) -> String {
     format!("{PREFIX}{name}")
 }
 
-/// Opens a connection configured for durable commits.
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.busy_timeout(Duration::from_secs(120))?;
-    Ok(conn)
-}
-
 impl SqliteTarget {
     /// `sqlite` (a file in the results folder), `sqlite:PATH` or `sqlite://PATH`.
     pub async fn open(
         spec: &TargetSpec,
         results_dir: &Path,
     ) -> Result<Box<dyn Target>, TargetError> {
-        let rest = spec.url.strip_prefix("sqlite").unwrap_or_default();
-        let rest = rest
-            .strip_prefix("://")
-            .or_else(|| rest.strip_prefix(':'))
-            .unwrap_or(rest);
-        let path = if rest.is_empty() {
-            results_dir.join("sqlite").join("fairbench.db")
-        } else {
-            PathBuf::from(rest)
-        };
+        let path = common::sqlite::file_of(&spec.url, results_dir, "fairbench.db");
         let name = spec.name.clone().unwrap_or_else(|| "sqlite".into());
         let connect_error = |message: String| TargetError::Connect {
             system: name.clone(),
             url: path.display().to_string(),
             message,
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| connect_error(e.to_string()))?;
-        }
-        let control = connect(&path).map_err(|e| connect_error(e.to_string()))?;
+        let control = common::sqlite::create_durable(&path).map_err(connect_error)?;
         Ok(Box::new(SqliteTarget {
             identity: Identity {
                 name: name.clone(),
@@ -87,29 +66,7 @@ impl SqliteTarget {
     }
 
     fn is_ours(&self, table: &str) -> rusqlite::Result<Option<bool>> {
-        let exists = self
-            .control
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE name = ?1",
-                [table],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some();
-        if !exists {
-            return Ok(None);
-        }
-        let marked = self.has_marker_table()?
-            && self
-                .control
-                .query_row(
-                    &format!("SELECT 1 FROM {MARKER_TABLE} WHERE name = ?1"),
-                    [table],
-                    |_| Ok(()),
-                )
-                .optional()?
-                .is_some();
-        Ok(Some(marked))
+        common::sqlite::ownership(&self.control, table, MARKER_TABLE)
     }
 
     /// The folder of the database file, where its commits are synced.
@@ -118,18 +75,6 @@ impl SqliteTarget {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         }
-    }
-
-    fn has_marker_table(&self) -> rusqlite::Result<bool> {
-        Ok(self
-            .control
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [MARKER_TABLE],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
     }
 
     /// Fails when the table `name` (physical) exists and is not fairbench's.
@@ -205,14 +150,8 @@ impl Target for SqliteTarget {
         durability: Durability,
     ) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
-            let read = |sql: &str| -> Result<String, TargetError> {
-                self.control
-                    .query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
-                    .map(|v| match v {
-                        rusqlite::types::Value::Integer(i) => i.to_string(),
-                        rusqlite::types::Value::Text(t) => t,
-                        other => format!("{other:?}"),
-                    })
+            let read = |sql: &str| {
+                common::sqlite::read_text(&self.control, sql)
                     .map_err(|e| self.identity.query_error(e))
             };
             let version = read("SELECT sqlite_version()")?;
@@ -464,7 +403,7 @@ fn failed(e: impl ToString) -> OpError {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicBool;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use common::window::WindowPlan;
 

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::http::Access;
 use common::lanes::Lanes;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
-use common::tls::rustls::ClientConfig;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::HeaderValue;
 use reqwest::{Client, Method, StatusCode, Url};
 use serde_json::{Value, json};
 
@@ -38,7 +38,6 @@ use crate::session::{IngestWorkers, SearchWorkers, async_ingest, async_workers};
 
 /// Written into the index mapping's `_meta`; an index without it is not search-bench's.
 const MARKER: &str = "search-bench";
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a control request (create, refresh, count) may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -61,32 +60,12 @@ pub struct ElasticTarget {
     tls: TlsState,
 }
 
-/// How every client of one server is made: its TLS configuration and its credentials.
-#[derive(Clone)]
-struct Access {
-    tls: Option<Arc<ClientConfig>>,
-    /// `Authorization` (basic or ApiKey), marked sensitive; `None` = anonymous.
-    authorization: Option<HeaderValue>,
-}
-
+/// A client of its own, each request bounded by `timeout` (`None`: unbounded).
 fn client(timeout: Option<Duration>, access: &Access) -> Result<Client, String> {
-    let mut builder = Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(1)
-        .pool_idle_timeout(None::<Duration>)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("search-bench/", env!("CARGO_PKG_VERSION")));
-    if let Some(timeout) = timeout {
-        builder = builder.timeout(timeout);
-    }
-    if let Some(config) = &access.tls {
-        builder = builder.tls_backend_preconfigured((**config).clone());
-    }
-    if let Some(value) = &access.authorization {
-        builder = builder.default_headers(HeaderMap::from_iter([(AUTHORIZATION, value.clone())]));
-    }
-    builder.build().map_err(|e| e.to_string())
+    let user_agent = concat!("search-bench/", env!("CARGO_PKG_VERSION"));
+    access
+        .client(user_agent, timeout)
+        .map_err(|e| e.to_string())
 }
 
 /// The `Authorization` header `spec` asks for: an API key (URL or variable) wins over basic

@@ -39,13 +39,8 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     let segment =
         Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
     let (workloads, specs) = check(opts)?;
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let options = serde_json::to_value(opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
     let data = CrudData::generate(opts.common.seed, opts.read_rows, opts.value_size);
     let sessions = workloads
         .iter()
@@ -56,10 +51,8 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     let mut systems = match prepared {
         Ok(systems) => systems,
         Err(e) => {
-            worker
-                .abort(&format!("worker {} could not prepare: {e}", segment.index))
-                .await;
-            return Err(lifecycle.abandon(e));
+            let reason = format!("worker {} could not prepare: {e}", segment.index);
+            return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
     let mut run = lifecycle.begin(Begin {

@@ -87,23 +87,16 @@ pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     let segment =
         Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
     let (plan, specs) = check(opts)?;
-    let lifecycle = Lifecycle::start(TOOL, &opts.common, opts, interrupt)?;
-    let options = serde_json::to_value(opts)?;
-    let mut worker =
-        match Worker::join(&opts.common, TOOL.version, &options, lifecycle.interrupt()).await {
-            Ok(worker) => worker,
-            Err(e) => return Err(lifecycle.abandon(e.into())),
-        };
+    let (lifecycle, mut worker) =
+        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
     let progress = lifecycle.progress();
     progress.line(format!("sampling {} records…", plan.records));
     let data = YcsbData::generate(opts.common.seed, plan.records, plan.table.shape);
     let mut systems = match prepare(opts, &plan, &specs, &lifecycle, &worker).await {
         Ok(systems) => systems,
         Err(e) => {
-            worker
-                .abort(&format!("worker {} could not prepare: {e}", segment.index))
-                .await;
-            return Err(lifecycle.abandon(e));
+            let reason = format!("worker {} could not prepare: {e}", segment.index);
+            return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
     let mut run = lifecycle.begin(Begin {

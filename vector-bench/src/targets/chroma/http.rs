@@ -4,28 +4,16 @@
 //! (TLS, refused, plaintext to a TLS port, a token wanted) are one line each.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+pub(super) use common::http::Access;
 use common::options::TargetSpec;
-use common::tls::rustls::ClientConfig;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, Method};
 use serde_json::Value;
 
 use super::{Identity, Reach, TargetError};
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How every client of one server is made: its TLS configuration and its token.
-#[derive(Clone)]
-pub(super) struct Access {
-    /// The system's one TLS configuration (`None` = http://).
-    pub(super) tls: Option<Arc<ClientConfig>>,
-    /// `Authorization: Bearer …`, marked sensitive; `None` = no token.
-    pub(super) authorization: Option<HeaderValue>,
-}
 
 /// An HTTP client of one Chroma server and database.
 #[derive(Clone)]
@@ -60,22 +48,10 @@ impl Http {
         access: &Access,
         timeout: Option<Duration>,
     ) -> Result<Http, String> {
-        let mut builder = Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
-            .pool_idle_timeout(None::<Duration>)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("vector-bench/", env!("CARGO_PKG_VERSION")));
-        if let Some(config) = &access.tls {
-            builder = builder.tls_backend_preconfigured((**config).clone());
-        }
-        if let Some(value) = &access.authorization {
-            builder =
-                builder.default_headers(HeaderMap::from_iter([(AUTHORIZATION, value.clone())]));
-        }
+        let user_agent = concat!("vector-bench/", env!("CARGO_PKG_VERSION"));
+        let client = access.client(user_agent, None);
         Ok(Http {
-            client: builder.build().map_err(|e| chain(&e))?,
+            client: client.map_err(|e| chain(&e))?,
             base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
             root: root.to_owned(),
             timeout,

@@ -1,0 +1,52 @@
+//! The HTTP client of a server a tool measures over REST (reqwest over rustls, with the
+//! target's one TLS configuration from [`crate::tls`] and its credentials as a sensitive
+//! `Authorization` header), made the same way for every tool so that no tool's figures carry
+//! a client setting another's do not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Client;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+
+use crate::tls::rustls::ClientConfig;
+
+/// Longest a TCP connect (and TLS handshake) to the server may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How every client of one server is made: its TLS configuration and its credentials.
+#[derive(Clone)]
+pub struct Access {
+    /// The system's one TLS configuration (`None` = http://).
+    pub tls: Option<Arc<ClientConfig>>,
+    /// `Authorization` (basic, an API key or a bearer token), marked sensitive; `None` =
+    /// anonymous.
+    pub authorization: Option<HeaderValue>,
+}
+
+impl Access {
+    /// A client of its own (one measured session, or the control path): no proxy, TCP_NODELAY,
+    /// one keep-alive connection never closed for idleness, [`CONNECT_TIMEOUT`], `timeout` on
+    /// every request (`None`: none), `user_agent` (`tool/version`), and this access's TLS and
+    /// `Authorization`.
+    pub fn client(&self, user_agent: &str, timeout: Option<Duration>) -> reqwest::Result<Client> {
+        let mut builder = Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .pool_idle_timeout(None::<Duration>)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(user_agent);
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout);
+        }
+        if let Some(config) = &self.tls {
+            builder = builder.tls_backend_preconfigured((**config).clone());
+        }
+        if let Some(value) = &self.authorization {
+            builder =
+                builder.default_headers(HeaderMap::from_iter([(AUTHORIZATION, value.clone())]));
+        }
+        builder.build()
+    }
+}
