@@ -255,10 +255,7 @@ async fn client(ctx: Arc<Ctx>, index: u64, intended: Instant, missed: bool) -> O
     ctx.connected.fetch_add(1, Ordering::Relaxed);
     outcome.done_ns = done.saturating_duration_since(ctx.start).as_nanos() as u64;
     outcome.tls_ns = handshake.tls.as_ref().map_or(0, |tls| tls.handshake_ns);
-    outcome.connack_ns = Some((
-        (done.saturating_duration_since(intended).as_nanos() as u64).saturating_sub(outcome.tls_ns),
-        (done.saturating_duration_since(started).as_nanos() as u64).saturating_sub(outcome.tls_ns),
-    ));
+    outcome.connack_ns = Some(connack_ns(intended, started, done, outcome.tls_ns));
     outcome.tcp_ns = handshake.tcp.as_nanos() as u64;
     outcome.source = conn.local_ip();
     conn.set_ping_every(ctx.spec.ping_every);
@@ -270,6 +267,17 @@ async fn client(ctx: Arc<Ctx>, index: u64, intended: Instant, missed: bool) -> O
     outcome.alive = ping_check(&mut conn).await;
     outcome.closed_by_broker = conn.close_gracefully(CLOSE_WAIT).await;
     outcome
+}
+
+/// The CONNACK's latency (from the intended start) and service time (from the actual one), each
+/// with the TLS handshake taken out: a TLS broker's handshake is recorded on its own, never
+/// inside the CONNACK figures.
+fn connack_ns(intended: Instant, started: Instant, done: Instant, tls_ns: u64) -> (u64, u64) {
+    let since = |from: Instant| done.saturating_duration_since(from).as_nanos() as u64;
+    (
+        since(intended).saturating_sub(tls_ns),
+        since(started).saturating_sub(tls_ns),
+    )
 }
 
 /// Keeps the connection (answering nothing but its own keep-alive) until the storm releases it.
@@ -433,5 +441,30 @@ impl StormResult {
         }
         self.alive += u64::from(o.alive);
         self.closed_by_broker += u64::from(o.closed_by_broker);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::connack_ns;
+
+    #[test]
+    fn the_tls_handshake_is_taken_out_of_both_connack_figures() {
+        let intended = Instant::now();
+        let started = intended + Duration::from_millis(1);
+        // TCP 1 ms, TLS 5 ms, CONNECT → CONNACK 2 ms.
+        let done = started + Duration::from_millis(8);
+        let tls = Duration::from_millis(5).as_nanos() as u64;
+        assert_eq!(
+            connack_ns(intended, started, done, tls),
+            (4_000_000, 3_000_000)
+        );
+        assert_eq!(
+            connack_ns(intended, started, done, 0),
+            (9_000_000, 8_000_000),
+            "plaintext: nothing taken out"
+        );
     }
 }
