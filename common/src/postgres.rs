@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config};
+use tokio_postgres::{CancelToken, Client, Config};
 
 use crate::options::TargetSpec;
 use crate::reach::{Reach, TlsState};
@@ -93,6 +93,48 @@ pub async fn connect(link: &Link, identity: &Identity) -> Result<Client, TargetE
         let _ = connection.await;
     });
     Ok(client)
+}
+
+/// Asks the server to stop the statement running on `token`'s connection (PostgreSQL's cancel
+/// request, on a connection of its own over the same TLS); the connection stays usable.
+pub async fn cancel(token: &CancelToken, tls: MakeTls) -> Result<(), String> {
+    token
+        .cancel_query(tls)
+        .await
+        .map_err(|e| format!("cancel request failed: {}", message(&e)))
+}
+
+/// Cancels, on the server, what `client` is running if dropped before [`disarm`](Self::disarm):
+/// a phase stopped at its bound drops its future, and without this the statement (a `CREATE
+/// INDEX`, a `COPY`) would go on taking the server's CPU while the next system is measured.
+pub struct CancelOnDrop {
+    armed: Option<(CancelToken, MakeTls)>,
+}
+
+impl CancelOnDrop {
+    pub fn arm(client: &Client, link: &Link) -> CancelOnDrop {
+        CancelOnDrop {
+            armed: Some((client.cancel_token(), link.tls.clone())),
+        }
+    }
+
+    /// The statements finished: nothing to cancel.
+    pub fn disarm(mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some((token, tls)) = self.armed.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = cancel(&token, tls).await;
+            });
+        }
+    }
 }
 
 /// A failed connection in one line: what TLS refused, the server's own words, or the error and

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::driver::{BlockingOperation, OpError, Operation};
+use common::driver::{BlockingOperation, CANCEL_WAIT, OpError, Operation};
 use common::pool::{BoxFuture, Connector, Pool};
 use common::recorder::Recorder;
 use common::target::TargetError;
@@ -106,6 +106,11 @@ pub trait SearchSession: Send + 'static {
         query: usize,
         out: &mut Vec<u64>,
     ) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// Stops, on the server, the search that just passed the ceiling (its future already
+    /// dropped, and an HTTP or gRPC request with it); nothing to do for most engines.
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        async { Ok(()) }
+    }
 }
 
 /// The same for an in-process index or a synchronous client, driven from its own thread.
@@ -148,6 +153,10 @@ impl<S: SearchSession> Operation for SearchOp<S> {
     async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
         let query = self.advance();
         self.session.search(&self.work, query, &mut self.out).await
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.session.cancel().await
     }
 }
 
@@ -262,6 +271,8 @@ impl<S: SearchSession> Searchers for AsyncSearchers<S> {
                 let searched = tokio::time::timeout(ceiling, session.search(work, query, &mut out));
                 let Ok(result) = searched.await else {
                     stop(&mut pass, started, query);
+                    // A cancel that fails leaves the pass as it is: a timeout.
+                    let _ = tokio::time::timeout(CANCEL_WAIT, session.cancel()).await;
                     break;
                 };
                 if !record(&mut pass, started, result, &out) {

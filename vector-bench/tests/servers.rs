@@ -308,6 +308,88 @@ fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
     assert_eq!(timeouts, 2, "results.json holds them as written");
 }
 
+/// A pgvector build stopped at `--build-ceiling` is stopped on the server too: its `COPY` or
+/// `CREATE INDEX` is cancelled, not left running (and taking the server's CPU) while the run
+/// goes on. A poller watches the server's own list of running statements.
+#[test]
+fn a_pgvector_build_stopped_at_its_bound_is_cancelled_on_the_server() {
+    let Some(pg) = pgvector_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let target = format!("pgvector={pg}");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = {
+        let (pg, done) = (pg.clone(), done.clone());
+        std::thread::spawn(move || {
+            // When fairbench's build statements were first and last seen running.
+            let (mut first, mut last) = (None, None);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let seen = std::process::Command::new("psql")
+                    .args([pg.as_str(), "-Atc"])
+                    .arg(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fairbench' \
+                         AND state = 'active' AND (query LIKE '%CREATE INDEX%' OR query LIKE 'COPY%')",
+                    )
+                    .output()
+                    .unwrap();
+                let text = String::from_utf8_lossy(&seen.stdout);
+                if text.trim().parse::<u32>().unwrap_or(0) > 0 {
+                    let now = std::time::Instant::now();
+                    first.get_or_insert(now);
+                    last = Some(now);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            first.zip(last).map(|(a, b)| b - a)
+        })
+    };
+    // 30,000 × 128 with m 32 and ef_construction 400: the COPY takes a second or two, the
+    // CREATE INDEX far longer than the bound (it ran on for over 30 s when not cancelled).
+    let extra = [
+        "--target",
+        &target,
+        "--namespace",
+        "fbcancel",
+        "--rows",
+        "30000",
+        "--dims",
+        "128",
+        "--m",
+        "32",
+        "--ef-construction",
+        "400",
+        "--queries",
+        "10",
+        "--variants",
+        "f32",
+        "--filters",
+        "none",
+        "--ef",
+        "16",
+        "--build-ceiling",
+        "4s",
+    ];
+    let summary = run(&args(&out, &cache, &extra));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let running = poller.join().unwrap();
+    let summary = summary.unwrap();
+    let cell = summary
+        .report
+        .cells
+        .iter()
+        .find(|c| c.system == "pgvector")
+        .unwrap();
+    assert_eq!(cell.status, Status::Timeout, "{cell:?}");
+    let running = running.expect("the build's statements were seen running");
+    assert!(
+        running < std::time::Duration::from_secs(7),
+        "the build's statements ran on for {running:?} on the server, past the 4 s bound"
+    );
+}
+
 /// Runs only when `QDRANT_URL` names a Qdrant gRPC endpoint (`qdrant://127.0.0.1:6334`); no
 /// Qdrant server can be installed where these tests normally run.
 #[test]

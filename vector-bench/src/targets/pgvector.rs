@@ -17,7 +17,7 @@ use bytes::{BufMut, BytesMut};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
-use common::postgres::{Link, connect, message};
+use common::postgres::{CancelOnDrop, Link, cancel, connect, message};
 use common::results::Location;
 use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -352,6 +352,9 @@ impl VectorTarget for PgvectorTarget {
             let names = Names::of(spec);
             let table = names.qualified();
             self.check(spec).await?;
+            // Stopped at --build-ceiling, this future is dropped: the COPY or CREATE INDEX it
+            // was waiting on is cancelled on the server too.
+            let running = CancelOnDrop::arm(&self.control, &self.link);
             self.run(&format!(
                 "CREATE SCHEMA IF NOT EXISTS {schema}; DROP TABLE IF EXISTS {table}; \
                  CREATE TABLE {table} (id bigint PRIMARY KEY, category smallint NOT NULL, embedding vector({d}) NOT NULL); \
@@ -405,6 +408,7 @@ impl VectorTarget for PgvectorTarget {
                     .query_error(format!("the first query failed: {}", message(&e)))
             })?
             .is_empty();
+            running.disarm();
             if !answered {
                 return Err(self
                     .identity
@@ -542,6 +546,8 @@ impl VectorTarget for PgvectorTarget {
                     let plain = prepare(plain).await?;
                     let filtered = prepare(filtered).await?;
                     Ok(PgSession {
+                        cancel: client.cancel_token(),
+                        tls: link.tls.clone(),
                         client,
                         plain,
                         filtered,
@@ -608,6 +614,9 @@ async fn scan_settings(
 /// One connection with its statements prepared.
 pub struct PgSession {
     client: Client,
+    /// For a cancel request when a search passes the ceiling.
+    cancel: tokio_postgres::CancelToken,
+    tls: common::tls::postgres::MakeTls,
     plain: Statement,
     filtered: Statement,
     binary: bool,
@@ -664,5 +673,11 @@ impl SearchSession for PgSession {
         out.clear();
         out.extend(rows.iter().map(|row| row.get::<_, i64>(0) as u64));
         Ok(())
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        cancel(&self.cancel, self.tls.clone())
+            .await
+            .map_err(OpError::Fatal)
     }
 }
