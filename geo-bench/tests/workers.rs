@@ -1,35 +1,45 @@
 //! geo-bench as several client machines of one run (two or three worker processes' worth,
 //! in-process, on loopback) against the real Redis: every window opened by the barrier, every
-//! event inserted exactly once across workers, `merge` adding their figures exactly; and a
-//! worker that never comes stopping the others with the barrier's code.
+//! event inserted exactly once across workers, `merge` adding their figures exactly; a worker
+//! that never comes stopping the others with the barrier's code; and a worker interrupted
+//! (Ctrl-C) stopping every worker at the next meeting as an interrupted run stops.
 
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use common::results::{Report, Status};
 use common::testing::workers::{
-    assert_exact_sum, assert_stopped_and_unmerged, in_threads, merge_in_process,
+    assert_exact_sum, assert_interrupted_and_unmerged, assert_stopped_and_unmerged, in_threads,
+    interrupt_once_measured, merge_in_process,
 };
 use support::*;
 
-/// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
+/// Runs workers `indexes` of `count` in threads of their own, `rounds` measured rounds each,
+/// worker `i` under the interrupt flag `flags[i]` (a flag of its own that nothing sets when
+/// there is none); each result with its folder.
 fn workers(
     root: &Path,
     redis: &str,
-    count: u32,
-    indexes: &[u32],
+    (count, indexes): (u32, &[u32]),
+    rounds: u32,
+    flags: &[Arc<AtomicBool>],
 ) -> Vec<(PathBuf, anyhow::Result<geo_bench::Summary>)> {
     let settings = format!(
         "--target {redis} --workloads insert,query --batch-sizes 10 --clients 4 --connections 4 \
-         --rounds 3 --duration 300ms --barrier-timeout 3s"
+         --rounds {rounds} --duration 300ms --barrier-timeout 3s"
     );
     in_threads(
         root,
         (count, indexes),
         "geo-test-1",
         &settings,
-        |_, out, a| run(&args(out, a)),
+        |i, out, a| {
+            let flag = flags.get(i as usize).cloned().unwrap_or_default();
+            run_with(&args(out, a), flag)
+        },
     )
 }
 
@@ -48,7 +58,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let parts = workers(dir.path(), &redis, 2, &[0, 1]);
+    let parts = workers(dir.path(), &redis, (2, &[0, 1]), 3, &[]);
     let mut reports = Vec::new();
     for (out, result) in &parts {
         let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
@@ -87,7 +97,7 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
-    let parts = workers(dir.path(), &redis, 3, &[0, 1]);
+    let parts = workers(dir.path(), &redis, (3, &[0, 1]), 3, &[]);
     assert_stopped_and_unmerged(
         &parts,
         "worker(s) 2",
@@ -95,4 +105,24 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
         "geo-bench",
         &geo_bench::report::GeoReport,
     );
+}
+
+/// Worker 1 is interrupted once it has measured a round of inserts (whose windows have a
+/// second meeting, for worker 0's count of the events): at the next meeting every worker stops
+/// as an interrupted run does, keeping what it measured, and `merge` refuses the parts.
+#[test]
+fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
+    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
+    let watcher = interrupt_once_measured(dir.path(), 1, "insert b10 c4", flags[1].clone());
+    let parts = workers(dir.path(), &redis, (2, &[0, 1]), 40, &flags);
+    let seen = watcher
+        .join()
+        .unwrap()
+        .expect("worker 1 measured a round of inserts");
+    assert_interrupted_and_unmerged(&parts, &seen, "geo-bench", &geo_bench::report::GeoReport);
 }

@@ -1,29 +1,39 @@
 //! mqtt-bench as several client machines of one run (two or three workers' worth, in-process,
 //! on loopback) against the real Mosquitto: every window opened by the barrier, the clients,
 //! publishers, subscribers and topics shared out with no client id or topic of one worker
-//! reaching another, every worker's ledgers clean, `merge` adding their figures exactly; and a
-//! worker that never comes stopping the others with the barrier's code.
+//! reaching another, every worker's ledgers clean, `merge` adding their figures exactly; a
+//! worker that never comes stopping the others with the barrier's code; and a worker
+//! interrupted (Ctrl-C) stopping every worker at the next meeting as an interrupted run stops.
 
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use common::results::{Cell, Report, Status};
 use common::testing::workers::{
-    assert_exact_sum, assert_stopped_and_unmerged, in_threads, merge_in_process,
+    assert_exact_sum, assert_interrupted_and_unmerged, assert_stopped_and_unmerged, in_threads,
+    interrupt_once_measured, merge_in_process,
 };
 use support::*;
 
-/// Runs workers `indexes` of `count` in threads of their own; each result with its folder.
+/// The scenarios of every test here but the interrupted one's, and their measured rounds.
+const RUN: (&str, u32) = ("connect,idle,many-to-many", 3);
+
+/// Runs workers `indexes` of `count` in threads of their own, `scenarios` for `rounds`
+/// measured rounds each, worker `i` under the interrupt flag `flags[i]` (a flag of its own
+/// that nothing sets when there is none); each result with its folder.
 fn workers(
     root: &Path,
     broker: &str,
-    count: u32,
-    indexes: &[u32],
+    (count, indexes): (u32, &[u32]),
+    (scenarios, rounds): (&str, u32),
+    flags: &[Arc<AtomicBool>],
 ) -> Vec<(PathBuf, anyhow::Result<mqtt_bench::Summary>)> {
     let settings = format!(
-        "--broker mosquitto={broker} --scenarios connect,idle,many-to-many --clients 40 \
-         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds 3 \
+        "--broker mosquitto={broker} --scenarios {scenarios} --clients 40 \
+         --connect-rate 2k --many-to-many 4x4 --topics 4 --backlog 100 --rounds {rounds} \
          --duration 300ms --barrier-timeout 3s"
     );
     in_threads(
@@ -31,7 +41,10 @@ fn workers(
         (count, indexes),
         "mqtt-test-1",
         &settings,
-        |_, out, a| run(&args(out, a)),
+        |i, out, a| {
+            let flag = flags.get(i as usize).cloned().unwrap_or_default();
+            run_with(&args(out, a), flag)
+        },
     )
 }
 
@@ -50,7 +63,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let parts = workers(dir.path(), &broker, 2, &[0, 1]);
+    let parts = workers(dir.path(), &broker, (2, &[0, 1]), RUN, &[]);
     let mut reports = Vec::new();
     for (out, result) in &parts {
         let summary = result.as_ref().unwrap_or_else(|e| panic!("{e:#}"));
@@ -119,7 +132,7 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
-    let parts = workers(dir.path(), &broker, 3, &[0, 1]);
+    let parts = workers(dir.path(), &broker, (3, &[0, 1]), RUN, &[]);
     assert_stopped_and_unmerged(
         &parts,
         "worker(s) 2",
@@ -127,4 +140,32 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
         "mqtt-bench",
         &mqtt_bench::report::MqttReport,
     );
+}
+
+/// Worker 1 is interrupted once it has measured a round of many-to-many (a window of 300 ms; a
+/// connection storm's window is its connects, shorter than the test's look at the results):
+/// at the next meeting every worker stops as an interrupted run does, keeping what it
+/// measured, and `merge` refuses the parts.
+#[test]
+fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
+    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
+    let watched = "many-to-many 4×4 over 4 topics, qos0";
+    let watcher = interrupt_once_measured(dir.path(), 1, watched, flags[1].clone());
+    let parts = workers(
+        dir.path(),
+        &broker,
+        (2, &[0, 1]),
+        ("many-to-many", 40),
+        &flags,
+    );
+    let seen = watcher
+        .join()
+        .unwrap()
+        .expect("worker 1 measured a round of many-to-many");
+    assert_interrupted_and_unmerged(&parts, &seen, "mqtt-bench", &mqtt_bench::report::MqttReport);
 }

@@ -10,14 +10,13 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
 
 use common::histogram::{add, decode_histogram, new_histogram};
 use common::results::{Cell, Report, Status};
 use common::testing::workers::{
-    assert_exact_sum, assert_opened_together, in_threads, merge_in_process,
+    assert_exact_sum, assert_interrupted_and_unmerged, assert_opened_together, in_threads,
+    interrupt_once_measured, merge_in_process,
 };
 use serde_json::Value;
 use support::*;
@@ -186,26 +185,7 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
     let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
-    let watched = dir.path().join("worker-1").join("results.json");
-    let flag = flags[1].clone();
-    // Ctrl-C on worker 1 once its results show a measured round of c (at most 60 s).
-    let watcher = thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let measured = std::fs::read_to_string(&watched)
-                .ok()
-                .and_then(|t| serde_json::from_str::<Report>(&t).ok())
-                .and_then(|r| r.cells.iter().find(|c| c.workload == "c").cloned())
-                .and_then(|c| c.throughput)
-                .is_some_and(|t| !t.rounds.is_empty());
-            if measured {
-                flag.store(true, Ordering::SeqCst);
-                return true;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        false
-    });
+    let watcher = interrupt_once_measured(dir.path(), 1, "c", flags[1].clone());
     let settings = [
         ["--workload", "c"],
         ["--records", "1000"],
@@ -214,51 +194,9 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
         ["--duration", "200ms"],
     ];
     let parts = workers(dir.path(), &pg, &flags, settings.as_flattened());
-    assert!(watcher.join().unwrap(), "worker 1 measured a round of c");
-    for (i, (out, result)) in parts.iter().enumerate() {
-        let summary = result
-            .as_ref()
-            .unwrap_or_else(|e| panic!("worker {i}: {e:#}"));
-        let report = &summary.report;
-        assert!(
-            report.notes.iter().any(|n| n.starts_with(
-                "The run was interrupted: worker 1 was interrupted (Ctrl-C) and stopped every worker"
-            )),
-            "worker {i}: {:#?}",
-            report.notes
-        );
-        let barrier = report.worker.as_ref().unwrap().barrier.as_ref().unwrap();
-        assert_eq!(
-            barrier.failure.as_deref(),
-            Some("worker 1 was interrupted (Ctrl-C)")
-        );
-        // The rounds measured are kept, and the run stopped long before its 40.
-        let c = cell(report, "c");
-        let rounds = c.throughput.as_ref().map_or(0, |t| t.rounds.len());
-        assert!((1..40).contains(&rounds), "worker {i}: {rounds} rounds");
-        assert!(
-            !c.reason.as_deref().unwrap_or("").contains("stopped:"),
-            "{:?}",
-            c.reason
-        );
-        assert_eq!(summary.exit, Exit::of(report));
-        assert!(out.join("report.md").is_file() && out.join("report.html").is_file());
-    }
-    let output = dir.path().join("merged");
-    let merge = common::scale::merge::MergeArgs {
-        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
-        expect_workers: 2,
-        output: output.clone(),
-        wait: None,
-    };
-    let error = common::scale::merge::run(&merge, "sql-bench", &sql_bench::REPORT)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains(
-            "stopped at the barrier: worker 1 was interrupted (Ctrl-C); the run is incomplete"
-        ),
-        "{error}"
-    );
-    assert!(!output.exists(), "nothing merged as if complete");
+    let seen = watcher
+        .join()
+        .unwrap()
+        .expect("worker 1 measured a round of c");
+    assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
 }

@@ -1,13 +1,21 @@
 //! What every tool's tests of several workers do and assert: the workers of one run in threads
 //! of one test process ([`in_threads`]); that the parts opened their windows together, that a
-//! merged cell is the exact sum of the parts' same cell, and that a run whose worker never
-//! came stopped every other with the barrier's error and merges into nothing.
+//! merged cell is the exact sum of the parts' same cell, that a run whose worker never came
+//! stopped every other with the barrier's error and merges into nothing, and that a worker
+//! interrupted (Ctrl-C) stopped every worker at the next meeting as an interrupted run
+//! ([`interrupt_once_measured`], [`assert_interrupted_and_unmerged`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+use crate::exit::Exit;
 use crate::export::ToolReport;
 use crate::histogram::decode_histogram;
 use crate::results::{Cell, Report, Status};
+use crate::run::Summary;
 use crate::scale::merge::MergeArgs;
 
 use super::process::barrier;
@@ -175,4 +183,155 @@ pub fn merge_in_process<S>(
     let merged = super::read_report(&output);
     assert_eq!(merged.workers.len(), parts.len());
     (output, merged)
+}
+
+/// What a test saw of a worker's results when it interrupted that worker: the worker, the
+/// cell it watched, that cell's measured rounds and the meetings the worker had passed.
+#[derive(Debug, Clone)]
+pub struct Interruption {
+    pub worker: u32,
+    pub workload: String,
+    pub rounds: usize,
+    pub meetings: u64,
+}
+
+/// The measured rounds of the first cell of `workload` in `report`, if it has any.
+fn measured_rounds(report: &Report, workload: &str) -> usize {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload)
+        .and_then(|c| c.throughput.as_ref())
+        .map_or(0, |t| t.rounds.len())
+}
+
+/// Ctrl-C on worker `worker` (its `flag`), from a thread of its own, once its results.json in
+/// `root/worker-INDEX` shows a measured round of `workload` (at most 60 s): what the results
+/// said then, or `None` when they never showed one.
+pub fn interrupt_once_measured(
+    root: &Path,
+    worker: u32,
+    workload: &str,
+    flag: Arc<AtomicBool>,
+) -> JoinHandle<Option<Interruption>> {
+    let watched = root.join(format!("worker-{worker}")).join("results.json");
+    let workload = workload.to_owned();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let report = std::fs::read_to_string(&watched)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Report>(&t).ok());
+            if let Some(report) = report {
+                let rounds = measured_rounds(&report, &workload);
+                if rounds > 0 {
+                    flag.store(true, Ordering::SeqCst);
+                    let meetings = report
+                        .worker
+                        .and_then(|w| w.barrier)
+                        .map_or(0, |b| b.windows);
+                    return Some(Interruption {
+                        worker,
+                        workload,
+                        rounds,
+                        meetings,
+                    });
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    })
+}
+
+/// Every worker of `parts` (folder, result) stopped at the same meeting, at most two past the
+/// ones `seen` counted (the flag, set during a window, is read at the meeting after it; the
+/// worker may have passed one more meeting between the test reading its results and setting
+/// it), as an interrupted run does: no error; results.json written, parsed and finished, its
+/// note naming the interrupted worker, its `worker` block saying why it stopped; the rounds of
+/// the watched cell measured before kept, no cell marked stopped; the exit code its cells'
+/// (not the barrier's); every export written. `merge` of the parts refuses them with one line
+/// and writes nothing.
+pub fn assert_interrupted_and_unmerged(
+    parts: &[(PathBuf, anyhow::Result<Summary>)],
+    seen: &Interruption,
+    tool: &str,
+    report: &dyn ToolReport,
+) {
+    let who = seen.worker;
+    let failure = format!("worker {who} was interrupted (Ctrl-C)");
+    let note = format!("The run was interrupted: {failure} and stopped every worker");
+    let mut meetings = Vec::new();
+    for (i, (out, result)) in parts.iter().enumerate() {
+        let summary = result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("worker {i}: {e:#}"));
+        let part: Report = super::read_report(out);
+        assert!(part.finished_at.is_some(), "worker {i} finished its run");
+        assert!(
+            part.notes.iter().any(|n| n.starts_with(&note)),
+            "worker {i}: {:#?}",
+            part.notes
+        );
+        let barrier = part
+            .worker
+            .as_ref()
+            .and_then(|w| w.barrier.as_ref())
+            .unwrap_or_else(|| panic!("worker {i}: a worker block with the barrier"));
+        assert_eq!(
+            barrier.failure.as_deref(),
+            Some(failure.as_str()),
+            "worker {i}"
+        );
+        meetings.push(barrier.windows);
+        let rounds = measured_rounds(&part, &seen.workload);
+        assert!(
+            rounds >= seen.rounds,
+            "worker {i}: {} kept {rounds} rounds, {} were measured",
+            seen.workload,
+            seen.rounds
+        );
+        for c in &part.cells {
+            let reason = c.reason.as_deref().unwrap_or("");
+            assert!(!reason.contains("stopped:"), "worker {i}: {reason}");
+        }
+        assert_eq!(
+            summary.exit,
+            Exit::of(&part),
+            "worker {i}: the cells' exit code"
+        );
+        assert_eq!(summary.report.notes, part.notes, "worker {i}");
+        assert!(out.join("report.md").is_file() && out.join("report.html").is_file());
+    }
+    eprintln!(
+        "worker {who} interrupted after meeting {}; every worker stopped after meeting {meetings:?}",
+        seen.meetings
+    );
+    assert!(
+        meetings.iter().all(|&m| m == meetings[0]),
+        "every worker stopped at the same meeting: {meetings:?}"
+    );
+    assert!(
+        meetings[0] <= seen.meetings + 2,
+        "stopped at meeting {} though worker {who} was interrupted after {}",
+        meetings[0],
+        seen.meetings
+    );
+    let output = parts[0].0.with_file_name("merged");
+    let merge = MergeArgs {
+        parts: parts.iter().map(|(p, _)| p.clone()).collect(),
+        expect_workers: parts.len() as u32,
+        output: output.clone(),
+        wait: None,
+    };
+    let error = crate::scale::merge::run(&merge, tool, report).unwrap_err();
+    let error = format!("{error:#}");
+    assert!(
+        error.contains(&format!(
+            "stopped at the barrier: {failure}; the run is incomplete"
+        )),
+        "{error}"
+    );
+    assert!(!error.contains('\n'), "one line: {error}");
+    assert!(!output.exists(), "nothing merged as if complete");
 }

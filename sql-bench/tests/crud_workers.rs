@@ -1,0 +1,44 @@
+//! `sql-bench crud` as several client machines of one run (two workers' worth, in-process, on
+//! loopback) against the real PostgreSQL (an embedded SQLite cannot be shared by workers): a
+//! worker interrupted (Ctrl-C) stops every worker at the next meeting as an interrupted run
+//! stops, whose parts `merge` refuses.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use common::testing::workers::{
+    assert_interrupted_and_unmerged, in_threads, interrupt_once_measured,
+};
+use support::*;
+
+/// Worker 1 is interrupted once it has measured a round of the write workload (whose windows
+/// have a second meeting, for worker 0's count of the rows): at the next meeting every worker
+/// stops as an interrupted run does, keeping what it measured, and `merge` refuses the parts.
+#[test]
+fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
+    let Some(pg) = postgres_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
+    let watcher = interrupt_once_measured(dir.path(), 1, "write 2c", flags[1].clone());
+    let settings = format!(
+        "--target {pg} --workloads write-2c,read-2c --warmup 1 --rounds 40 --duration 200ms \
+         --barrier-timeout 20s"
+    );
+    let parts = in_threads(
+        dir.path(),
+        (2, &[0, 1]),
+        "crud-test-1",
+        &settings,
+        |i, out, a| run_with(&args("crud", out, a), flags[i as usize].clone()),
+    );
+    let seen = watcher
+        .join()
+        .unwrap()
+        .expect("worker 1 measured a round of write 2c");
+    assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
+}
