@@ -97,7 +97,11 @@ pub async fn connect(link: &Link, identity: &Identity) -> Result<Client, TargetE
 
 /// Asks the server to stop the statement running on `token`'s connection (PostgreSQL's cancel
 /// request, on a connection of its own over the same TLS); the connection stays usable.
-pub async fn cancel(token: &CancelToken, tls: MakeTls) -> Result<(), String> {
+pub async fn cancel<T>(token: &CancelToken, tls: T) -> Result<(), String>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Error: std::fmt::Display,
+{
     token
         .cancel_query(tls)
         .await

@@ -469,21 +469,10 @@ impl KvSession for PgSession {
     }
 
     async fn cancel(&mut self) -> Result<(), OpError> {
-        cancel_statement(&self.cancel, self.tls.clone()).await
+        common::postgres::cancel(&self.cancel, self.tls.clone())
+            .await
+            .map_err(OpError::Fatal)
     }
-}
-
-/// Asks the server to stop the statement running on `token`'s connection (PostgreSQL's cancel
-/// request); the connection stays usable.
-async fn cancel_statement<T>(token: &CancelToken, tls: T) -> Result<(), OpError>
-where
-    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
-    T::Error: std::fmt::Display,
-{
-    token
-        .cancel_query(tls)
-        .await
-        .map_err(|e| OpError::Fatal(format!("cancel request failed: {}", message(&e))))
 }
 
 #[cfg(test)]
@@ -491,8 +480,6 @@ mod tests {
     use std::time::Duration;
 
     use tokio_postgres::NoTls;
-
-    use super::*;
 
     #[test]
     fn a_statement_cancelled_at_the_ceiling_stops_on_the_server_and_the_session_goes_on() {
@@ -513,7 +500,7 @@ mod tests {
                     .await
                     .is_err()
             );
-            cancel_statement(&worker.cancel_token(), NoTls)
+            common::postgres::cancel(&worker.cancel_token(), NoTls)
                 .await
                 .unwrap();
             let still_running = || async {
