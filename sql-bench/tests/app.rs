@@ -165,8 +165,14 @@ fn the_cells_carry_the_servers_cpu_beside_the_clients() {
         for cell in postgres {
             let source = cell.server_cpu_source.as_deref().unwrap_or_default();
             assert!(source.starts_with("process tree of PID "), "{cell:?}");
-            assert!(cell.server_cpu_ns_per_op.unwrap() > 0.0, "{cell:?}");
-            assert!(cell.server_cpu_cores.unwrap() > 0.0, "{cell:?}");
+            // The kernel counts CPU in 10 ms ticks: a read scenario of a few millisecond-long
+            // iterations may see none (0 is a reading, not a missing one); the fill and the
+            // append, thousands of rows, always see some.
+            let (per_op, cores) = (cell.server_cpu_ns_per_op, cell.server_cpu_cores);
+            assert!(per_op.unwrap() >= 0.0 && cores.unwrap() >= 0.0, "{cell:?}");
+            if cell.unit == "rows/s" {
+                assert!(per_op.unwrap() > 0.0 && cores.unwrap() > 0.0, "{cell:?}");
+            }
         }
     }
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
