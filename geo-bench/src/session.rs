@@ -36,6 +36,13 @@ pub trait GeoSession: Send + 'static {
         let _ = (events, first);
         async { Err(OpError::Fatal("this target has no single-point add".into())) }
     }
+
+    /// Stops on the server the call that just passed the ceiling ([`Operation::cancel`]):
+    /// PostgreSQL's cancel request. The default does nothing: a dropped Redis or ArcherDB
+    /// request has nothing on the server to stop.
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// The same for synchronous clients, each driven from its own thread.
@@ -198,6 +205,10 @@ impl<S: GeoSession> Operation for GeoOp<S> {
             }
         }
         Ok(())
+    }
+
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.session.cancel()
     }
 }
 

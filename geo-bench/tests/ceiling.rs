@@ -85,3 +85,106 @@ fn an_insert_past_the_ceiling_is_interrupted_and_the_worker_carries_on() {
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains(reason), "{markdown}");
 }
+
+/// A database of its own on the test PostgreSQL, with PostGIS and an event trigger that makes
+/// every insert into geo-bench's insert table sleep for 30 s; dropped (with what still runs
+/// there) when the guard goes.
+struct SlowPostgis {
+    admin: String,
+    url: String,
+}
+
+const SLOW_DATABASE: &str = "fairbench_geo_slow";
+
+impl SlowPostgis {
+    fn new(admin: &str) -> SlowPostgis {
+        psql(
+            admin,
+            &format!("DROP DATABASE IF EXISTS {SLOW_DATABASE} WITH (FORCE)"),
+        );
+        psql(admin, &format!("CREATE DATABASE {SLOW_DATABASE}"));
+        let url = common::testing::with_database(admin, SLOW_DATABASE);
+        psql(
+            &url,
+            "CREATE EXTENSION postgis;
+             CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$;
+             CREATE FUNCTION attach_slow() RETURNS event_trigger LANGUAGE plpgsql AS $$
+             DECLARE r record;
+             BEGIN
+               FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' LOOP
+                 IF r.object_identity = 'fairbench_geo.inserts' THEN
+                   EXECUTE 'CREATE TRIGGER slow BEFORE INSERT ON fairbench_geo.inserts FOR EACH STATEMENT EXECUTE FUNCTION public.slow_insert()';
+                 END IF;
+               END LOOP;
+             END $$;
+             CREATE EVENT TRIGGER attach_slow ON ddl_command_end EXECUTE FUNCTION attach_slow();",
+        );
+        SlowPostgis {
+            admin: admin.to_owned(),
+            url,
+        }
+    }
+}
+
+impl Drop for SlowPostgis {
+    fn drop(&mut self) {
+        psql(
+            &self.admin,
+            &format!("DROP DATABASE IF EXISTS {SLOW_DATABASE} WITH (FORCE)"),
+        );
+    }
+}
+
+/// On PostGIS an insert still running at the ceiling is stopped on the server with
+/// PostgreSQL's cancel request: the cell is `timeout`, the queries after it run, and no insert
+/// of the run is left sleeping in the server once the run is over.
+#[test]
+fn a_postgis_insert_past_the_ceiling_is_cancelled_on_the_server() {
+    let Some(admin) = server_url("FAIRBENCH_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let _servers = lock_servers();
+    let slow = SlowPostgis::new(&admin);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = run(&args(
+        &out,
+        &[
+            "--workloads",
+            "insert,query",
+            "--batch-sizes",
+            "1",
+            "--clients",
+            "1",
+            "--ceiling",
+            "1s",
+            "--target",
+            &slow.url,
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    let insert = &summary.report.cells[0];
+    assert_eq!(
+        (insert.system.as_str(), insert.workload.as_str()),
+        ("postgis", "insert b1 c1")
+    );
+    assert_eq!(insert.status, Status::Timeout, "{insert:?}");
+    let reason = insert.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("operations still running 1s after they started were cancelled"),
+        "{reason}"
+    );
+    for cell in &summary.report.cells[1..] {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+    }
+    let sleeping = psql(
+        &admin,
+        &format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{SLOW_DATABASE}' \
+             AND state = 'active' AND query LIKE 'INSERT INTO fairbench_geo.inserts%'"
+        ),
+    );
+    assert_eq!(sleeping.trim(), "0", "a cancelled insert is still running");
+}

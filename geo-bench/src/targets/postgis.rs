@@ -14,7 +14,8 @@ use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::postgres::{Link, connect, message};
 use common::results::Location;
-use tokio_postgres::{Client, Statement};
+use common::tls::postgres::MakeTls;
+use tokio_postgres::{CancelToken, Client, Statement};
 use uuid::Uuid;
 
 use super::{Description, Identity, Reach, Target, TargetError, TlsState, op_error};
@@ -360,6 +361,8 @@ impl Target for PostgisTarget {
                     }
                 };
                 Ok(PgSession {
+                    cancel: client.cancel_token(),
+                    tls: link.tls.clone(),
                     insert: prepare(insert_sql(INSERT_SET)).await?,
                     latest: prepare(LATEST_SQL.into()).await?,
                     radius: prepare(RADIUS_SQL.into()).await?,
@@ -385,6 +388,10 @@ struct PgSession {
     radius: Statement,
     polygon: Statement,
     columns: Columns,
+    /// For a cancel request (a connection of its own, over the same TLS) when a statement
+    /// passes the ceiling.
+    cancel: CancelToken,
+    tls: MakeTls,
 }
 
 impl GeoSession for PgSession {
@@ -417,5 +424,10 @@ impl GeoSession for PgSession {
         .map_err(pg_op_error)?;
         ids.extend(rows.iter().map(|r| r.get::<_, Uuid>(0).as_u128()));
         Ok(())
+    }
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        common::postgres::cancel(&self.cancel, self.tls.clone())
+            .await
+            .map_err(OpError::Fatal)
     }
 }
