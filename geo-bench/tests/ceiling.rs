@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::exit::Exit;
 use common::results::Status;
+use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
 /// A warm-up window of 100,000-event inserts on one client under a 50 ms ceiling, then the
@@ -86,54 +87,22 @@ fn an_insert_past_the_ceiling_is_interrupted_and_the_worker_carries_on() {
     assert!(markdown.contains(reason), "{markdown}");
 }
 
-/// A database of its own on the test PostgreSQL, with PostGIS and an event trigger that makes
-/// every insert into geo-bench's insert table sleep for 30 s; dropped (with what still runs
-/// there) when the guard goes.
-struct SlowPostgis {
-    admin: String,
-    url: String,
-}
-
 const SLOW_DATABASE: &str = "fairbench_geo_slow";
 
-impl SlowPostgis {
-    fn new(admin: &str) -> SlowPostgis {
-        psql(
-            admin,
-            &format!("DROP DATABASE IF EXISTS {SLOW_DATABASE} WITH (FORCE)"),
-        );
-        psql(admin, &format!("CREATE DATABASE {SLOW_DATABASE}"));
-        let url = common::testing::with_database(admin, SLOW_DATABASE);
-        psql(
-            &url,
-            "CREATE EXTENSION postgis;
-             CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-               BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$;
-             CREATE FUNCTION attach_slow() RETURNS event_trigger LANGUAGE plpgsql AS $$
-             DECLARE r record;
-             BEGIN
-               FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' LOOP
-                 IF r.object_identity = 'fairbench_geo.inserts' THEN
-                   EXECUTE 'CREATE TRIGGER slow BEFORE INSERT ON fairbench_geo.inserts FOR EACH STATEMENT EXECUTE FUNCTION public.slow_insert()';
-                 END IF;
-               END LOOP;
-             END $$;
-             CREATE EVENT TRIGGER attach_slow ON ddl_command_end EXECUTE FUNCTION attach_slow();",
-        );
-        SlowPostgis {
-            admin: admin.to_owned(),
-            url,
-        }
-    }
-}
-
-impl Drop for SlowPostgis {
-    fn drop(&mut self) {
-        psql(
-            &self.admin,
-            &format!("DROP DATABASE IF EXISTS {SLOW_DATABASE} WITH (FORCE)"),
-        );
-    }
+/// PostGIS, and a 30 s sleep in every insert into geo-bench's insert table.
+fn slow_inserts() -> String {
+    let attach = on_create(
+        "CREATE TABLE",
+        "IF obj = 'fairbench_geo.inserts' THEN
+           EXECUTE 'CREATE TRIGGER slow BEFORE INSERT ON fairbench_geo.inserts FOR EACH STATEMENT EXECUTE FUNCTION public.slow_insert()';
+         END IF;",
+    );
+    format!(
+        "CREATE EXTENSION postgis;
+         CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$;
+         {attach}"
+    )
 }
 
 /// On PostGIS an insert still running at the ceiling is stopped on the server with
@@ -145,7 +114,7 @@ fn a_postgis_insert_past_the_ceiling_is_cancelled_on_the_server() {
         return;
     };
     let _servers = lock_servers();
-    let slow = SlowPostgis::new(&admin);
+    let slow = Scratch::new(&admin, SLOW_DATABASE, &slow_inserts());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = run(&args(

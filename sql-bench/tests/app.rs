@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::results::{Location, Report, Status};
 use common::testing::assert_all_ok;
+use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
 /// Small but shaped like the seed: enough rows for every scenario to return something, and
@@ -242,54 +243,6 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
         ),
         "0"
     );
-}
-
-/// A database of its own with `setup` run in it; dropped again when the guard goes.
-struct Scratch {
-    admin: String,
-    name: &'static str,
-    url: String,
-}
-
-impl Scratch {
-    fn new(admin: &str, name: &'static str, setup: &str) -> Scratch {
-        psql(
-            admin,
-            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-        );
-        psql(admin, &format!("CREATE DATABASE {name}"));
-        let url = with_database(admin, name);
-        psql(&url, setup);
-        Scratch {
-            admin: admin.to_owned(),
-            name,
-            url,
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        psql(
-            &self.admin,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-    }
-}
-
-/// An event trigger that runs `body` (PL/pgSQL, with `obj` the created object's identity) after
-/// every CREATE of `tag`.
-fn on_create(tag: &str, body: &str) -> String {
-    format!(
-        "CREATE FUNCTION on_create() RETURNS event_trigger LANGUAGE plpgsql AS $$
-         DECLARE r record;
-         BEGIN
-           FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = '{tag}' LOOP
-             DECLARE obj text := r.object_identity; BEGIN {body} END;
-           END LOOP;
-         END $$;
-         CREATE EVENT TRIGGER on_create ON ddl_command_end EXECUTE FUNCTION on_create();"
-    )
 }
 
 #[test]

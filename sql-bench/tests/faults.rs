@@ -6,66 +6,28 @@ mod support;
 use std::time::{Duration, Instant};
 
 use common::results::Status;
+use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
-/// A database of its own on the test server, with an event trigger that attaches `trigger_sql`
-/// to every table fairbench creates; dropped again when the guard goes.
-struct FaultyDatabase {
-    admin_url: String,
-    name: &'static str,
-    url: String,
-}
-
-impl FaultyDatabase {
-    fn new(admin_url: &str, name: &'static str, setup: &str) -> FaultyDatabase {
-        psql(
-            admin_url,
-            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-        );
-        psql(admin_url, &format!("CREATE DATABASE {name}"));
-        let url = with_database(admin_url, name);
-        psql(&url, setup);
-        FaultyDatabase {
-            admin_url: admin_url.to_owned(),
-            name,
-            url,
-        }
-    }
-}
-
-impl Drop for FaultyDatabase {
-    fn drop(&mut self) {
-        psql(
-            &self.admin_url,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-    }
-}
-
-/// Makes the function `{fault}(table)` run as a row trigger on each fairbench table created.
+/// Makes the function `write_fault()` run as a row trigger on crud's write table and
+/// `read_fault()` on its read table when crud creates them.
 fn attach_on_create(fault_functions: &str) -> String {
-    format!(
-        "{fault_functions}
-        CREATE FUNCTION attach_faults() RETURNS event_trigger LANGUAGE plpgsql AS $$
-        DECLARE r record;
-        BEGIN
-          FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE TABLE' LOOP
-            IF r.object_identity = 'fairbench.crud_write' THEN
-              EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_write FOR EACH ROW EXECUTE FUNCTION public.write_fault()';
-            ELSIF r.object_identity = 'fairbench.crud_read' THEN
-              EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_read FOR EACH ROW EXECUTE FUNCTION public.read_fault()';
-            END IF;
-          END LOOP;
-        END $$;
-        CREATE EVENT TRIGGER attach_faults ON ddl_command_end EXECUTE FUNCTION attach_faults();"
-    )
+    let attach = on_create(
+        "CREATE TABLE",
+        "IF obj = 'fairbench.crud_write' THEN
+           EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_write FOR EACH ROW EXECUTE FUNCTION public.write_fault()';
+         ELSIF obj = 'fairbench.crud_read' THEN
+           EXECUTE 'CREATE TRIGGER fault BEFORE INSERT ON fairbench.crud_read FOR EACH ROW EXECUTE FUNCTION public.read_fault()';
+         END IF;",
+    );
+    format!("{fault_functions}\n{attach}")
 }
 
 #[test]
 fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
     let Some(pg) = postgres_url() else { return };
     let _servers = lock_servers();
-    let lying = FaultyDatabase::new(
+    let lying = Scratch::new(
         &pg,
         "fairbench_lying",
         &attach_on_create(
@@ -109,7 +71,7 @@ fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
 fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
     let Some(pg) = postgres_url() else { return };
     let _servers = lock_servers();
-    let slow = FaultyDatabase::new(
+    let slow = Scratch::new(
         &pg,
         "fairbench_slow",
         &attach_on_create(

@@ -15,6 +15,7 @@ pub mod netns;
 mod order;
 mod outcome;
 pub mod process;
+pub mod scratch;
 pub mod tooling;
 pub mod workers;
 
