@@ -8,40 +8,6 @@ use std::time::{Duration, Instant};
 use common::results::Status;
 use support::*;
 
-/// A database of its own on the test server, with an event trigger that attaches `trigger_sql`
-/// to every table fairbench creates; dropped again when the guard goes.
-struct FaultyDatabase {
-    admin_url: String,
-    name: &'static str,
-    url: String,
-}
-
-impl FaultyDatabase {
-    fn new(admin_url: &str, name: &'static str, setup: &str) -> FaultyDatabase {
-        psql(
-            admin_url,
-            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-        );
-        psql(admin_url, &format!("CREATE DATABASE {name}"));
-        let url = with_database(admin_url, name);
-        psql(&url, setup);
-        FaultyDatabase {
-            admin_url: admin_url.to_owned(),
-            name,
-            url,
-        }
-    }
-}
-
-impl Drop for FaultyDatabase {
-    fn drop(&mut self) {
-        psql(
-            &self.admin_url,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-    }
-}
-
 /// Makes the function `{fault}(table)` run as a row trigger on each fairbench table created.
 fn attach_on_create(fault_functions: &str) -> String {
     format!(

@@ -1,16 +1,20 @@
 //! What the integration tests share: the real servers the test command started (common's
 //! test support: the lock, the URLs, the servers-required check, psql, the schema check),
-//! running sql-bench in-process, the MariaDB client calls tests make, and a PostgreSQL of a
-//! test's own that it crashes mid-run ([`DoomedPostgres`]).
+//! running sql-bench in-process, the MariaDB client calls tests make, a PostgreSQL of a test's
+//! own that it crashes mid-run ([`DoomedPostgres`]) and a database of a test's own that
+//! misbehaves ([`FaultyDatabase`]).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 mod doomed;
+mod faulty;
 
 #[allow(unused_imports)]
 pub use doomed::{DoomedPostgres, any_cell};
+#[allow(unused_imports)]
+pub use faulty::FaultyDatabase;
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::exit::Exit;
