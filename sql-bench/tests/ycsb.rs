@@ -3,12 +3,14 @@
 //! zipfian's hottest key at 1/zeta, `latest` reading what the run inserted, counts verified),
 //! MariaDB beside PostgreSQL, FerretDB (MongoDB wire) with scans and read-modify-writes,
 //! Cassandra with its lightweight transactions and its scans refused for the token order, the
-//! CouchDB API (pouchdb-server) with its `_rev`-checked writes and `_all_docs` scans, and bad
-//! workload files refused with one line and exit 2.
+//! CouchDB API (pouchdb-server) with its `_rev`-checked writes and `_all_docs` scans, bad
+//! workload files refused with one line and exit 2, and updates hanging past the ceiling on
+//! PostgreSQL and MariaDB stopped on the server while the run goes on.
 
 mod support;
 
 use common::results::{Cell, Report, Status};
+use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
 const ALL: &str = "a,b,c,d,e,f";
@@ -425,4 +427,110 @@ fn every_operation_runs_on_the_couchdb_api_with_rev_checked_writes_and_key_order
         let (status, _) = common::testing::http("GET", &format!("{base}/{db}"), None);
         assert_eq!(status, 404, "{db} is left");
     }
+}
+
+/// `a` (half updates) past a 1 s ceiling, then `c` (reads only), keeping the table: every
+/// update of `a` hangs on the server.
+fn hanging_updates<'a>(output: &'a std::path::Path, target: &'a str) -> Vec<&'a str> {
+    small(
+        output,
+        &[
+            "--workload",
+            "a,c",
+            "--records",
+            "500",
+            "--ceiling",
+            "1s",
+            "--keep-data",
+            "--target",
+            target,
+        ],
+    )
+}
+
+/// The updates of `a` passed the ceiling and were cancelled: `a` is a timeout, not retried,
+/// and `c` after it is measured.
+fn assert_a_timed_out_and_c_ran(report: &Report, system: &str) {
+    let a = cell(report, "a", system);
+    assert_eq!(a.status, Status::Timeout, "{a:?}");
+    let reason = a.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("warm-up 1: ") && reason.contains("still running 1s after they started"),
+        "{reason}"
+    );
+    assert!(a.throughput.is_none());
+    let c = cell(report, "c", system);
+    assert_eq!(c.status, Status::Ok, "{c:?}");
+}
+
+#[test]
+fn updates_past_the_ceiling_are_cancelled_on_postgres_and_the_run_goes_on() {
+    let Some(pg) = postgres_url() else { return };
+    let _servers = lock_servers();
+    let slow = Scratch::new(
+        &pg,
+        "fairbench_ycsb_slow",
+        &format!(
+            "CREATE FUNCTION update_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
+             {}",
+            on_create(
+                "CREATE TABLE",
+                "IF obj = 'fairbench.ycsb' THEN
+                   CREATE TRIGGER fault BEFORE UPDATE ON fairbench.ycsb
+                     FOR EACH ROW EXECUTE FUNCTION public.update_fault();
+                 END IF;",
+            )
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("slow={}", slow.url);
+    let summary = run(&hanging_updates(dir.path(), &target)).unwrap();
+    assert_a_timed_out_and_c_ran(&summary.report, "slow");
+    // The cancel requests reached the server: no update of the run is still sleeping there,
+    // though its sessions are closed and the table kept (nothing else would stop them).
+    let sleeping = psql(
+        &pg,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = 'fairbench_ycsb_slow' \
+         AND state = 'active' AND query LIKE 'UPDATE%'",
+    );
+    assert_eq!(sleeping, "0", "a cancelled update is still running");
+}
+
+#[test]
+fn updates_past_the_ceiling_are_killed_on_mariadb_and_the_run_goes_on() {
+    let Some(my) = mysql_url() else { return };
+    let _servers = lock_servers();
+    mariadb(&my, "DROP TABLE IF EXISTS fairbench.ycsb");
+    // MariaDB has no event triggers: a watcher attaches the sleeping trigger as soon as the run
+    // has created its table (the load only inserts; the updates come after it).
+    let watcher = {
+        let my = my.clone();
+        std::thread::spawn(move || {
+            let exists = "SELECT COUNT(*) FROM information_schema.TABLES \
+                          WHERE TABLE_SCHEMA = 'fairbench' AND TABLE_NAME = 'ycsb'";
+            let started = std::time::Instant::now();
+            while mariadb(&my, exists) != "1" {
+                assert!(started.elapsed().as_secs() < 60, "the run made no table");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            mariadb(
+                &my,
+                "CREATE TRIGGER fairbench.ycsb_fault BEFORE UPDATE ON fairbench.ycsb \
+                 FOR EACH ROW SET @slept = SLEEP(60)",
+            );
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run(&hanging_updates(dir.path(), &my)).unwrap();
+    watcher.join().unwrap();
+    let sleeping = mariadb(
+        &my,
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE fairbench.ycsb%'",
+    );
+    mariadb(&my, "DROP TABLE IF EXISTS fairbench.ycsb");
+    assert_a_timed_out_and_c_ran(&summary.report, "mariadb");
+    // KILL QUERY reached the server: no update of the run is still sleeping there, though its
+    // sessions are closed and the table kept (nothing else would stop them).
+    assert_eq!(sleeping, "0", "a killed update is still running");
 }

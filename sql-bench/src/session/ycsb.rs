@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::cputime::process_cpu_ns;
-use common::driver::OpError;
+use common::driver::{CANCEL_WAIT, OpError};
 use common::lanes::Lanes;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::recorder::Recorder;
@@ -97,6 +97,20 @@ pub trait YcsbSession: Send + 'static {
         &mut self,
         records: &[Record],
     ) -> impl Future<Output = Result<(), OpError>> + Send;
+
+    /// When the call about to start passes the ceiling, for an engine that bounds each request
+    /// on the server itself (MongoDB's `maxTimeMS`); the others keep the default.
+    #[inline]
+    fn deadline(&mut self, at: Instant) {
+        let _ = at;
+    }
+
+    /// Stops on the server the statement whose call just passed the ceiling
+    /// ([`Operation::cancel`](common::driver::Operation::cancel)); nothing to do for an engine
+    /// that cannot.
+    fn cancel(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// The same for synchronous clients, each driven from its own thread.
@@ -271,6 +285,10 @@ impl<S: YcsbSession> YcsbWorkers for AsyncWorkers<S> {
                             {
                                 Ok(result) => loaded.settle(began, records.len(), result),
                                 Err(_) => {
+                                    // Stopped on the server too, or it would run on beside
+                                    // the next system; the session is not used again.
+                                    let _ =
+                                        tokio::time::timeout(CANCEL_WAIT, session.cancel()).await;
                                     loaded.stuck = true;
                                     break;
                                 }

@@ -83,6 +83,12 @@ fn is_lost(e: &MongoError) -> bool {
     )
 }
 
+/// The server stopped the request at its `maxTimeMS` (code 50, MaxTimeMSExpired).
+fn max_time_expired(e: &MongoError) -> bool {
+    const MAX_TIME_EXPIRED: i32 = 50;
+    matches!(&*e.kind, ErrorKind::Command(command) if command.code == MAX_TIME_EXPIRED)
+}
+
 impl MongoTarget {
     /// `mongodb://[user:password@]host[:port][/authdb][?options]`.
     /// TLS: `tls=true` (or `sslmode=`), `tlsCAFile=` (or `cacert=`), read by common; a probe

@@ -508,9 +508,7 @@ async fn open_session(
         .await
         .map_err(|e| identity.query_error(e).to_string())?;
     Ok(MysqlSession {
-        id: conn.id(),
-        opts: opts.clone(),
-        identity: identity.clone(),
+        killer: Killer::of(&conn, opts, identity),
         conn,
         read,
         insert,
@@ -521,11 +519,42 @@ struct MysqlSession {
     conn: Conn,
     read: Statement,
     insert: Statement,
-    /// The server's id of `conn`, and how to reach the server, for `KILL QUERY` when a
-    /// statement passes the ceiling.
+    killer: Killer,
+}
+
+/// How a worker's statement that passed the ceiling is stopped on the server: the server's id
+/// of the worker's connection, and how to reach the server for `KILL QUERY`.
+struct Killer {
     id: u32,
     opts: Opts,
     identity: Identity,
+}
+
+impl Killer {
+    fn of(conn: &Conn, opts: &Opts, identity: &Identity) -> Killer {
+        Killer {
+            id: conn.id(),
+            opts: opts.clone(),
+            identity: identity.clone(),
+        }
+    }
+
+    /// [`Operation::cancel`](common::driver::Operation::cancel): `KILL QUERY` from a
+    /// connection of its own. The worker's connection is then given up (its killed statement's
+    /// reply is still on the way) and reopened before the next window.
+    async fn kill(&self) -> Result<(), OpError> {
+        let mut control = connect(&self.opts, &self.identity)
+            .await
+            .map_err(|e| OpError::Fatal(format!("KILL QUERY could not connect: {e}")))?;
+        control
+            .query_drop(format!("KILL QUERY {}", self.id))
+            .await
+            .map_err(|e| OpError::Fatal(format!("KILL QUERY failed: {e}")))?;
+        let _ = control.disconnect().await;
+        Err(OpError::Fatal(
+            "statement killed on the server at the ceiling; its connection is reopened".into(),
+        ))
+    }
 }
 
 fn my_op_error(e: mysql_async::Error) -> OpError {
@@ -552,19 +581,7 @@ impl KvSession for MysqlSession {
         }
     }
 
-    /// `KILL QUERY` from a connection of its own. The worker's connection is then given up (its
-    /// cancelled statement's reply is still on the way), and reopened before the next window.
     async fn cancel(&mut self) -> Result<(), OpError> {
-        let mut control = connect(&self.opts, &self.identity)
-            .await
-            .map_err(|e| OpError::Fatal(format!("KILL QUERY could not connect: {e}")))?;
-        control
-            .query_drop(format!("KILL QUERY {}", self.id))
-            .await
-            .map_err(|e| OpError::Fatal(format!("KILL QUERY failed: {e}")))?;
-        let _ = control.disconnect().await;
-        Err(OpError::Fatal(
-            "statement killed on the server at the ceiling; its connection is reopened".into(),
-        ))
+        self.killer.kill().await
     }
 }

@@ -428,8 +428,7 @@ async fn open_session(
     let read = prepare(read_sql).await?;
     let insert = prepare(write_sql).await?;
     Ok(PgSession {
-        cancel: client.cancel_token(),
-        tls: config.tls.clone(),
+        canceller: Canceller::of(&client, config),
         client,
         read,
         insert,
@@ -441,10 +440,30 @@ struct PgSession {
     client: Client,
     read: Statement,
     insert: Statement,
-    /// For a cancel request (a connection of its own, over the same TLS) when a statement
-    /// passes the ceiling.
-    cancel: CancelToken,
+    canceller: Canceller,
+}
+
+/// How a worker's statement that passed the ceiling is stopped on the server: a cancel request
+/// on a connection of its own, over the worker's TLS.
+struct Canceller {
+    token: CancelToken,
     tls: MakeTls,
+}
+
+impl Canceller {
+    fn of(client: &Client, link: &Link) -> Canceller {
+        Canceller {
+            token: client.cancel_token(),
+            tls: link.tls.clone(),
+        }
+    }
+
+    /// [`Operation::cancel`](common::driver::Operation::cancel): the connection stays usable.
+    async fn cancel(&self) -> Result<(), OpError> {
+        common::postgres::cancel(&self.token, self.tls.clone())
+            .await
+            .map_err(OpError::Fatal)
+    }
 }
 
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {
@@ -469,9 +488,7 @@ impl KvSession for PgSession {
     }
 
     async fn cancel(&mut self) -> Result<(), OpError> {
-        common::postgres::cancel(&self.cancel, self.tls.clone())
-            .await
-            .map_err(OpError::Fatal)
+        self.canceller.cancel().await
     }
 }
 

@@ -166,6 +166,7 @@ pub(super) async fn all(
                     // The same streams on every system: workload, then round.
                     stream: ((step.workload as u64 + 1) << 16) | u64::from(step.round.index),
                     seed: segment.seed(common.seed),
+                    ceiling: common.ceiling,
                 };
                 run.progress().window(label.clone(), common.duration);
                 let server_before = cell.builder.server_cpu_now();

@@ -3,7 +3,7 @@
 //! back (every field of every record, exactly one row changed) and keeps per-kind figures.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::watchdog::Interrupt;
@@ -73,6 +73,9 @@ pub struct Mix {
     /// This window's generator streams: the same on every system.
     pub stream: u64,
     pub seed: u64,
+    /// How long one operation may take (the window's ceiling), for sessions that bound each
+    /// request on the server ([`YcsbSession::deadline`]).
+    pub ceiling: Duration,
 }
 
 impl Mix {
@@ -356,6 +359,7 @@ impl<S> YcsbOp<S> {
 
 impl<S: YcsbSession> Operation for YcsbOp<S> {
     async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+        self.session.deadline(Instant::now() + self.mix.ceiling);
         let step = match self.next_step() {
             Ok(step) => step,
             Err(e) => return self.settle(Step::Read, Err(e)),
@@ -395,6 +399,10 @@ impl<S: YcsbSession> Operation for YcsbOp<S> {
             }
         };
         self.settle(step, result)
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.session.cancel().await
     }
 
     #[inline]
@@ -485,6 +493,7 @@ mod tests {
             latest: None,
             stream: 1,
             seed: 42,
+            ceiling: Duration::from_secs(120),
         }
     }
 

@@ -8,18 +8,15 @@ use std::time::Instant;
 use common::pool::BoxFuture;
 use mongodb::IndexModel;
 use mongodb::bson::{Bson, Document, doc};
-use mongodb::error::{Error as MongoError, ErrorKind};
+use mongodb::error::Error as MongoError;
 use mongodb::options::{ClientOptions, IndexOptions};
 
-use super::{DATABASE, MongoTarget, is_lost, open_client};
+use super::{DATABASE, MongoTarget, is_lost, max_time_expired, open_client};
 use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     Value, time_left, within,
 };
 use crate::targets::{Identity, TargetError};
-
-/// The server's code for a request stopped by `maxTimeMS`.
-const MAX_TIME_EXPIRED: i32 = 50;
 
 fn index_name(collection: &Collection, field: &str) -> String {
     format!("{}_{field}", collection.name)
@@ -105,9 +102,7 @@ struct MongoDocs {
 }
 
 fn doc_error(e: MongoError) -> DocError {
-    if let ErrorKind::Command(command) = &*e.kind
-        && command.code == MAX_TIME_EXPIRED
-    {
+    if max_time_expired(&e) {
         return DocError::Timeout;
     }
     if is_lost(&e) {

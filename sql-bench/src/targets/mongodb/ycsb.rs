@@ -9,14 +9,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::driver::OpError;
 use common::pool::{BoxFuture, Connector};
 use mongodb::bson::{Bson, Document, doc};
+use mongodb::error::Error as MongoError;
 use mongodb::options::ReturnDocument;
 use mongodb::{Client, Collection};
 
-use super::{DATABASE, MongoTarget, mongo_op_error, open_client};
+use super::{DATABASE, MongoTarget, max_time_expired, mongo_op_error, open_client};
 use crate::session::ycsb::stats::Kind;
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::TargetError;
@@ -213,6 +215,7 @@ impl YcsbTarget for MongoTarget {
                 Ok(MongoYcsb {
                     collection: client.database(DATABASE).collection(name),
                     names,
+                    deadline: Instant::now(),
                     _client: client,
                 })
             })
@@ -229,15 +232,52 @@ impl YcsbTarget for MongoTarget {
 struct MongoYcsb {
     collection: Collection<Document>,
     names: Arc<[String]>,
+    /// When the call under way passes the ceiling.
+    deadline: Instant,
     _client: Client,
 }
 
+/// How long past the ceiling a call stopped by the server waits for the window to end it.
+const EXPIRED_GRACE: Duration = Duration::from_secs(1);
+
+impl MongoYcsb {
+    /// The time left to the ceiling, sent as the request's `maxTimeMS` so the server stops the
+    /// request there itself (0 would mean no limit: at least a millisecond). The driver exposes
+    /// it on `find` and `findAndModify` only, not on `insert`, `update` or `delete`.
+    fn max_time(&self) -> Duration {
+        self.deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    }
+
+    /// The server's answer. MaxTimeMSExpired is the ceiling reached on the server: the
+    /// window's clock, started before the deadline was, ends the call there and counts it as
+    /// a timeout, so the call waits for it rather than answer an error; past a grace it is one.
+    async fn answer<T>(&self, result: Result<T, MongoError>) -> Result<T, OpError> {
+        match result {
+            Err(e) if max_time_expired(&e) => {
+                tokio::time::sleep_until((self.deadline + EXPIRED_GRACE).into()).await;
+                Err(OpError::Failed(format!(
+                    "the server stopped the request at maxTimeMS, yet the ceiling had not passed: {e}"
+                )))
+            }
+            result => result.map_err(mongo_op_error),
+        }
+    }
+}
+
 impl YcsbSession for MongoYcsb {
+    fn deadline(&mut self, at: Instant) {
+        self.deadline = at;
+    }
+
     async fn read(&mut self, key: &str) -> Result<Option<Fetched>, OpError> {
-        let found = self.collection.find_one(doc! {"_id": key}).await;
-        found
-            .map(|d| d.as_ref().map(fetched))
-            .map_err(mongo_op_error)
+        let found = self
+            .collection
+            .find_one(doc! {"_id": key})
+            .max_time(self.max_time())
+            .await;
+        Ok(self.answer(found).await?.as_ref().map(fetched))
     }
 
     async fn update(&mut self, key: &str, field: usize, value: &str) -> Result<u64, OpError> {
@@ -260,13 +300,14 @@ impl YcsbSession for MongoYcsb {
 
     async fn scan(&mut self, start: &str, count: usize) -> Result<Fetched, OpError> {
         // YCSB's scans are at most 100 long: the first batch (101 by default) holds them all.
-        let mut cursor = self
+        let cursor = self
             .collection
             .find(doc! {"_id": {"$gte": start}})
             .sort(doc! {"_id": 1})
             .limit(count as i64)
-            .await
-            .map_err(mongo_op_error)?;
+            .max_time(self.max_time())
+            .await;
+        let mut cursor = self.answer(cursor).await?;
         let mut got = Fetched::default();
         while cursor.advance().await.map_err(mongo_op_error)? {
             let document = cursor
@@ -284,12 +325,13 @@ impl YcsbSession for MongoYcsb {
         value: &str,
     ) -> Result<Option<Fetched>, OpError> {
         let update = doc! {"$set": {self.names[field].as_str(): value}};
-        self.collection
+        let before = self
+            .collection
             .find_one_and_update(doc! {"_id": key}, update)
             .return_document(ReturnDocument::Before)
-            .await
-            .map(|d| d.as_ref().map(fetched))
-            .map_err(mongo_op_error)
+            .max_time(self.max_time())
+            .await;
+        Ok(self.answer(before).await?.as_ref().map(fetched))
     }
 
     async fn delete(&mut self, key: &str) -> Result<u64, OpError> {

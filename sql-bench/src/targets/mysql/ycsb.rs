@@ -12,7 +12,7 @@ use common::pool::{BoxFuture, Connector};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement, TxOpts, Value};
 
-use super::{DATABASE, MARKER, MysqlTarget, connect, my_op_error, physical};
+use super::{DATABASE, Killer, MARKER, MysqlTarget, connect, my_op_error, physical};
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
@@ -193,7 +193,7 @@ impl YcsbTarget for MysqlTarget {
             let (opts, identity, sql) = (opts.clone(), identity.clone(), sql.clone());
             Box::pin(async move {
                 let conn = connect(&opts, &identity).await.map_err(|e| e.to_string())?;
-                MyYcsb::prepare(conn, sql, &identity).await
+                MyYcsb::prepare(conn, sql, &opts, &identity).await
             })
         });
         Box::pin(async move {
@@ -214,6 +214,7 @@ fn text(value: Value) -> String {
 /// A worker's connection and its prepared statements.
 struct MyYcsb {
     conn: Conn,
+    killer: Killer,
     sql: Arc<Sql>,
     read: Statement,
     updates: Vec<Statement>,
@@ -224,7 +225,12 @@ struct MyYcsb {
 }
 
 impl MyYcsb {
-    async fn prepare(mut conn: Conn, sql: Arc<Sql>, identity: &Identity) -> Result<MyYcsb, String> {
+    async fn prepare(
+        mut conn: Conn,
+        sql: Arc<Sql>,
+        opts: &Opts,
+        identity: &Identity,
+    ) -> Result<MyYcsb, String> {
         let error = |e: mysql_async::Error| identity.query_error(e).to_string();
         let mut updates = Vec::with_capacity(sql.updates.len());
         for text in &sql.updates {
@@ -238,6 +244,7 @@ impl MyYcsb {
             delete: conn.prep(&sql.delete).await.map_err(error)?,
             updates,
             sql,
+            killer: Killer::of(&conn, opts, identity),
             conn,
         })
     }
@@ -348,5 +355,9 @@ impl YcsbSession for MyYcsb {
             .map(|v| Value::from(v.as_str()))
             .collect();
         self.conn.exec_drop(sql, params).await.map_err(my_op_error)
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.killer.kill().await
     }
 }

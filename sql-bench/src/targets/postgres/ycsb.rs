@@ -11,7 +11,9 @@ use common::pool::{BoxFuture, Connector};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
-use super::{MARKER, PostgresTarget, SCHEMA, connect, message, pg_op_error, physical};
+use super::{
+    Canceller, Link, MARKER, PostgresTarget, SCHEMA, connect, message, pg_op_error, physical,
+};
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
@@ -162,7 +164,7 @@ impl YcsbTarget for PostgresTarget {
                 let client = connect(&config, &identity)
                     .await
                     .map_err(|e| e.to_string())?;
-                PgYcsb::prepare(client, &sql, &identity).await
+                PgYcsb::prepare(client, &sql, &config, &identity).await
             })
         });
         Box::pin(async move {
@@ -214,6 +216,7 @@ impl PostgresTarget {
 /// A worker's connection and its prepared statements.
 struct PgYcsb {
     client: Client,
+    canceller: Canceller,
     read: Statement,
     updates: Vec<Statement>,
     insert: Statement,
@@ -224,7 +227,12 @@ struct PgYcsb {
 }
 
 impl PgYcsb {
-    async fn prepare(client: Client, sql: &Sql, identity: &Identity) -> Result<PgYcsb, String> {
+    async fn prepare(
+        client: Client,
+        sql: &Sql,
+        link: &Link,
+        identity: &Identity,
+    ) -> Result<PgYcsb, String> {
         let prepare = |text: &str| {
             let (client, text) = (&client, text.to_owned());
             async move {
@@ -246,6 +254,7 @@ impl PgYcsb {
             lock: prepare(&sql.lock).await?,
             delete: prepare(&sql.delete).await?,
             load: prepare(&sql.load).await?,
+            canceller: Canceller::of(&client, link),
             client,
         })
     }
@@ -332,5 +341,9 @@ impl YcsbSession for PgYcsb {
             .await
             .map(drop)
             .map_err(pg_op_error)
+    }
+
+    async fn cancel(&mut self) -> Result<(), OpError> {
+        self.canceller.cancel().await
     }
 }
