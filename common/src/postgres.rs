@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_postgres::config::Host;
 use tokio_postgres::{CancelToken, Client, Config};
 
+use crate::driver::OpError;
 use crate::options::TargetSpec;
 use crate::reach::{Reach, TlsState};
 use crate::results::Location;
@@ -108,17 +109,43 @@ where
         .map_err(|e| format!("cancel request failed: {}", message(&e)))
 }
 
+/// How another task stops the statement a client is running: PostgreSQL's cancel request for
+/// that client's connection, sent on a connection of its own over the link's TLS. The client's
+/// connection stays usable; the cancelled statement answers with an error.
+#[derive(Clone)]
+pub struct Canceller {
+    token: CancelToken,
+    tls: MakeTls,
+}
+
+impl Canceller {
+    pub fn of(client: &Client, link: &Link) -> Canceller {
+        Canceller {
+            token: client.cancel_token(),
+            tls: link.tls.clone(),
+        }
+    }
+
+    /// [`Operation::cancel`](crate::driver::Operation::cancel)'s answer: a request that could
+    /// not be sent leaves the session untrusted.
+    pub async fn cancel(&self) -> Result<(), OpError> {
+        cancel(&self.token, self.tls.clone())
+            .await
+            .map_err(OpError::Fatal)
+    }
+}
+
 /// Cancels, on the server, what `client` is running if dropped before [`disarm`](Self::disarm):
 /// a phase stopped at its bound drops its future, and without this the statement (a `CREATE
 /// INDEX`, a `COPY`) would go on taking the server's CPU while the next system is measured.
 pub struct CancelOnDrop {
-    armed: Option<(CancelToken, MakeTls)>,
+    armed: Option<Canceller>,
 }
 
 impl CancelOnDrop {
     pub fn arm(client: &Client, link: &Link) -> CancelOnDrop {
         CancelOnDrop {
-            armed: Some((client.cancel_token(), link.tls.clone())),
+            armed: Some(Canceller::of(client, link)),
         }
     }
 
@@ -130,12 +157,12 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some((token, tls)) = self.armed.take() else {
+        let Some(canceller) = self.armed.take() else {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = cancel(&token, tls).await;
+                let _ = canceller.cancel().await;
             });
         }
     }

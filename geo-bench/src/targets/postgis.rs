@@ -12,10 +12,9 @@ use std::sync::Arc;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
-use common::postgres::{Link, connect, message};
+use common::postgres::{Canceller, Link, connect, message};
 use common::results::Location;
-use common::tls::postgres::MakeTls;
-use tokio_postgres::{CancelToken, Client, Statement};
+use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
 use super::{Description, Identity, Reach, Target, TargetError, TlsState, op_error};
@@ -361,8 +360,7 @@ impl Target for PostgisTarget {
                     }
                 };
                 Ok(PgSession {
-                    cancel: client.cancel_token(),
-                    tls: link.tls.clone(),
+                    canceller: Canceller::of(&client, &link),
                     insert: prepare(insert_sql(INSERT_SET)).await?,
                     latest: prepare(LATEST_SQL.into()).await?,
                     radius: prepare(RADIUS_SQL.into()).await?,
@@ -388,10 +386,8 @@ struct PgSession {
     radius: Statement,
     polygon: Statement,
     columns: Columns,
-    /// For a cancel request (a connection of its own, over the same TLS) when a statement
-    /// passes the ceiling.
-    cancel: CancelToken,
-    tls: MakeTls,
+    /// Stops a statement that passed the ceiling.
+    canceller: Canceller,
 }
 
 impl GeoSession for PgSession {
@@ -426,8 +422,6 @@ impl GeoSession for PgSession {
         Ok(())
     }
     async fn cancel(&mut self) -> Result<(), OpError> {
-        common::postgres::cancel(&self.cancel, self.tls.clone())
-            .await
-            .map_err(OpError::Fatal)
+        self.canceller.cancel().await
     }
 }

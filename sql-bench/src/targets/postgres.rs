@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
-pub(crate) use common::postgres::{Link, connect, message};
+pub(crate) use common::postgres::{Canceller, Link, connect, message};
 use common::results::Location;
-use common::tls::postgres::MakeTls;
-use tokio_postgres::{CancelToken, Client, Statement};
+use tokio_postgres::{Client, Statement};
 
 pub mod cluster;
 mod cockroach;
@@ -441,29 +440,6 @@ struct PgSession {
     read: Statement,
     insert: Statement,
     canceller: Canceller,
-}
-
-/// How a worker's statement that passed the ceiling is stopped on the server: a cancel request
-/// on a connection of its own, over the worker's TLS.
-struct Canceller {
-    token: CancelToken,
-    tls: MakeTls,
-}
-
-impl Canceller {
-    fn of(client: &Client, link: &Link) -> Canceller {
-        Canceller {
-            token: client.cancel_token(),
-            tls: link.tls.clone(),
-        }
-    }
-
-    /// [`Operation::cancel`](common::driver::Operation::cancel): the connection stays usable.
-    async fn cancel(&self) -> Result<(), OpError> {
-        common::postgres::cancel(&self.token, self.tls.clone())
-            .await
-            .map_err(OpError::Fatal)
-    }
 }
 
 fn pg_op_error(e: tokio_postgres::Error) -> OpError {

@@ -17,7 +17,7 @@ use bytes::{BufMut, BytesMut};
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
-use common::postgres::{CancelOnDrop, Link, cancel, connect, message};
+use common::postgres::{CancelOnDrop, Canceller, Link, connect, message};
 use common::results::Location;
 use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -546,8 +546,7 @@ impl VectorTarget for PgvectorTarget {
                     let plain = prepare(plain).await?;
                     let filtered = prepare(filtered).await?;
                     Ok(PgSession {
-                        cancel: client.cancel_token(),
-                        tls: link.tls.clone(),
+                        canceller: Canceller::of(&client, &link),
                         client,
                         plain,
                         filtered,
@@ -614,9 +613,8 @@ async fn scan_settings(
 /// One connection with its statements prepared.
 pub struct PgSession {
     client: Client,
-    /// For a cancel request when a search passes the ceiling.
-    cancel: tokio_postgres::CancelToken,
-    tls: common::tls::postgres::MakeTls,
+    /// Stops a search that passed the ceiling.
+    canceller: Canceller,
     plain: Statement,
     filtered: Statement,
     binary: bool,
@@ -676,8 +674,6 @@ impl SearchSession for PgSession {
     }
 
     async fn cancel(&mut self) -> Result<(), OpError> {
-        cancel(&self.cancel, self.tls.clone())
-            .await
-            .map_err(OpError::Fatal)
+        self.canceller.cancel().await
     }
 }

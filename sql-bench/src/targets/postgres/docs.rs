@@ -8,12 +8,11 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use common::pool::BoxFuture;
-use common::tls::postgres::MakeTls;
 use futures_util::TryStreamExt;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{CancelToken, Client, Statement};
+use tokio_postgres::{Client, Statement};
 
-use super::{Link, MARKER, PostgresTarget, SCHEMA, connect, message, physical};
+use super::{Canceller, Link, MARKER, PostgresTarget, SCHEMA, connect, message, physical};
 use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     covered_field,
@@ -162,8 +161,7 @@ pub(super) async fn open_session(
 ) -> Result<Box<dyn DocSession>, TargetError> {
     let client = connect(link, identity).await?;
     Ok(Box::new(PostgresDocs {
-        cancel: client.cancel_token(),
-        tls: link.tls.clone(),
+        canceller: Canceller::of(&client, link),
         client,
         collection,
         statements: HashMap::new(),
@@ -172,9 +170,7 @@ pub(super) async fn open_session(
 
 struct PostgresDocs {
     client: Client,
-    cancel: CancelToken,
-    /// The cancel request goes over a connection of its own, with the same TLS.
-    tls: MakeTls,
+    canceller: Canceller,
     collection: Collection,
     /// Prepared statements by SQL text.
     statements: HashMap<String, Statement>,
@@ -208,7 +204,7 @@ impl PostgresDocs {
             Ok(result) => result.map_err(|e| doc_error(&e)),
             Err(_) => {
                 // The connection stays usable; the cancelled statement's error is discarded.
-                let _ = self.cancel.cancel_query(self.tls.clone()).await;
+                let _ = self.canceller.cancel().await;
                 Err(DocError::Timeout)
             }
         }
