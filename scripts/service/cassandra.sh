@@ -1,7 +1,11 @@
 # Apache Cassandra 5.0 from Maven Central (cassandra-all and its dependencies, copied by Maven
 # into ~/.cache/fairbench/cassandra), one node in one JVM with a 1 GB heap, our own minimal
 # cassandra.yaml: loopback only, commitlog_sync: batch (a write is acknowledged after its
-# commit-log fsync, seed 000's C0). Exports FAIRBENCH_TEST_CASSANDRA_URL.
+# commit-log fsync, seed 000's C0). Its clients reach it on two ports: the plaintext one of
+# FAIRBENCH_TEST_CASSANDRA_URL, and a TLS-only one (client_encryption_options with the state
+# folder's test certificate as PKCS#12, on native_transport_port_ssl: a second native-transport
+# server in the same JVM, so no second Cassandra start) of FAIRBENCH_TEST_CASSANDRA_TLS_URL
+# (cql://…?sslmode=verify-full&cacert=). The plaintext port has no TLS handler at all.
 
 CASSANDRA_VERSION=5.0.4
 CASSANDRA_CACHE=${FAIRBENCH_CASSANDRA_CACHE:-$HOME/.cache/fairbench/cassandra/$CASSANDRA_VERSION}
@@ -62,14 +66,16 @@ cassandra_jvm_flags() {
   done
 }
 
-# Ready when CQL answers, or the JVM is gone (the caller tells which).
+# Ready when CQL answers on both ports (the TLS one starts second), or the JVM is gone (the
+# caller tells which).
 cassandra_ready() {
-  ! kill -0 "$1" 2>/dev/null || grep -q "Starting listening for CQL clients" "$2"
+  ! kill -0 "$1" 2>/dev/null || grep -q "Starting listening for CQL clients on .* (encrypted)" "$2"
 }
 
 start_cassandra() {
-  local state=$1 dir=$1/cassandra port storage jmx
+  local state=$1 dir=$1/cassandra port tls_port storage jmx
   [ -f "$CASSANDRA_CACHE/ready" ] || die "Cassandra is not installed (scripts/install-servers cassandra)"
+  test_tls "$state"
   local started=$SECONDS attempt pid
   # The ports are free when chosen but lie in the ephemeral range: a client socket can take one
   # before the JVM binds it, so a start that fails on a taken port is retried on others.
@@ -77,6 +83,7 @@ start_cassandra() {
     port=$(free_port "${FAIRBENCH_CASSANDRA_PORT:-49042}")
     storage=$(free_port $((port + 1)))
     jmx=$(free_port $((storage + 1)))
+    tls_port=$(free_port $((jmx + 1)))
     mkdir -p "$dir/data" "$dir/commitlog" "$dir/saved_caches" "$dir/hints" "$dir/cdc" "$dir/logs" "$dir/tmp"
     cat >"$dir/cassandra.yaml" <<EOF
 cluster_name: fairbench
@@ -92,7 +99,15 @@ listen_address: 127.0.0.1
 rpc_address: 127.0.0.1
 storage_port: $storage
 native_transport_port: $port
+native_transport_port_ssl: $tls_port
 start_native_transport: true
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: $TLS_DIR/server.p12
+  keystore_password: fairbench
+  store_type: PKCS12
+  require_client_auth: false
 data_file_directories: [$dir/data]
 commitlog_directory: $dir/commitlog
 saved_caches_directory: $dir/saved_caches
@@ -131,5 +146,7 @@ EOF
     die "Cassandra exited during start-up (log: $dir/logs/system.log)"
   done
   log "Cassandra $CASSANDRA_VERSION on 127.0.0.1:$port (pid $(cat "$state/cassandra.pid"), data $dir, started in $((SECONDS - started)) s)"
+  log "Cassandra's TLS-only native transport on 127.0.0.1:$tls_port"
   echo "export FAIRBENCH_TEST_CASSANDRA_URL=cql://127.0.0.1:$port"
+  echo "export FAIRBENCH_TEST_CASSANDRA_TLS_URL='cql://127.0.0.1:$tls_port?sslmode=verify-full&cacert=$TLS_DIR/ca.pem'"
 }

@@ -1,8 +1,8 @@
-//! TLS and credentials end to end against the TLS-only PostgreSQL and MariaDB the test command
-//! starts on loopback (certificates from its throwaway CA): verification by default, the
-//! negotiated version and cipher recorded with the system, one line and nothing touched for
-//! a wrong CA, a name mismatch, a plaintext client and bad TLS input, and a password given by
-//! a variable that never reaches any byte the run writes.
+//! TLS and credentials end to end against the TLS-only PostgreSQL and MariaDB and Cassandra's
+//! TLS-only port, which the test command starts on loopback (certificates from its throwaway
+//! CA): verification by default, the negotiated version and cipher recorded with the system, one
+//! line and nothing touched for a wrong CA, a name mismatch, a plaintext client and bad TLS
+//! input, and a password given by a variable that never reaches any byte the run writes.
 
 mod support;
 
@@ -212,4 +212,97 @@ fn a_password_from_a_variable_never_reaches_any_output() {
         "{stderr}"
     );
     assert!(!stderr.contains("zq-wrong-password-9c2d"), "{stderr}");
+}
+
+/// Cassandra's TLS-only port (the test Cassandra serves plaintext and TLS on two ports).
+fn cassandra_tls_url() -> Option<String> {
+    tls_url("FAIRBENCH_TEST_CASSANDRA_TLS_URL")
+}
+
+#[test]
+fn cassandra_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
+    let _servers = lock_servers();
+    let Some(url) = cassandra_tls_url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("full");
+    let summary = read_run(&out, &format!("cass={url}"), &[]).unwrap();
+    assert_all_ok(&summary, &out);
+    let (version, cipher, verification) = system_tls(&summary.report);
+    assert!(version.starts_with("TLSv1."), "{version}");
+    assert!(cipher.starts_with("TLS_"), "{cipher}");
+    assert_eq!(verification, "verify-full");
+    let system = &summary.report.systems[0];
+    assert!(system.verified.contains_key("tls_handshake_ms"));
+    assert!(system.labels.is_empty(), "{:?}", system.labels);
+
+    // The wrong CA with --insecure-skip-verify: measured, and every cell labelled.
+    let insecure = dir.path().join("insecure");
+    let target = format!("cass={}", with_param(&url, "cacert", &wrong_ca()));
+    let summary = read_run(&insecure, &target, &["--insecure-skip-verify"]).unwrap();
+    assert_eq!(summary.exit, Exit::AllOk);
+    assert_eq!(
+        system_tls(&summary.report).2,
+        "none (--insecure-skip-verify)"
+    );
+    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
+}
+
+#[test]
+fn cassandra_tls_failures_are_one_line_and_touch_nothing() {
+    let _servers = lock_servers();
+    let Some(url) = cassandra_tls_url() else {
+        return;
+    };
+    let plaintext_port = cassandra_url().expect("the test Cassandra's plaintext port");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let error = refused(&out, &with_param(&url, "cacert", &wrong_ca()), &[]);
+    assert!(
+        error.contains("the certificate of 127.0.0.1 did not verify")
+            && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
+    // A plaintext client at the TLS-only port, and a TLS client at the plaintext port.
+    let ca = std::env::var("FAIRBENCH_TEST_TLS_CA").unwrap();
+    let plaintext_at_tls = url.split_once('?').unwrap().0;
+    let error = refused(&out, plaintext_at_tls, &[]);
+    assert!(
+        error.contains("Connection reset") && error.contains("a TLS port needs sslmode="),
+        "{error}"
+    );
+    let tls_at_plaintext = with_param(
+        &with_param(&plaintext_port, "sslmode", "verify-full"),
+        "cacert",
+        &ca,
+    );
+    let error = refused(&out, &tls_at_plaintext, &[]);
+    assert!(error.contains("is this a TLS port?"), "{error}");
+    // A CA file without a mode: cql:// is plaintext, so the user is told, not connected.
+    let error = refused(&out, &with_param(&plaintext_port, "cacert", &ca), &[]);
+    assert!(
+        error.contains("names a CA file, but cql:// uses no TLS"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_cassandra_password_from_a_variable_never_reaches_any_output() {
+    let _servers = lock_servers();
+    let Some(url) = cassandra_tls_url() else {
+        return;
+    };
+    let secret = "zq-leak-check-cql-7d3a";
+    let target = format!("cass={}", url.replacen("cql://", "cql://zq_leak@", 1));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
+        .args(args("crud", &out, &["--target", &target]))
+        .args(["--workloads", "read 2c,write 1c"])
+        .env("FAIRBENCH_PASSWORD_CASS", secret)
+        .output()
+        .unwrap();
+    assert_exited_ok(&ran);
+    assert_no_secret(&out, &ran.stdout, &ran.stderr, secret);
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
+use common::tls::rustls::ClientConfig;
 use scylla::client::PoolSize;
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
@@ -24,11 +25,12 @@ use scylla::statement::prepared::PreparedStatement;
 
 mod docs;
 mod durability;
+mod tls;
 mod ycsb;
 
 use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, location_of_url, op_error,
-    split_authority,
+    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_url,
+    op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -42,14 +44,25 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Rows per page when paging through a result (seed 003's adapter used 5,000).
 const PAGE_ROWS: i32 = 5_000;
 
-/// Where a CQL target lives, from `cql://[user:password@]host[:port][/keyspace][?count=paged]`.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a CQL target lives, from `cql://[user:password@]host[:port][/keyspace][?count=paged]`
+/// (TLS parameters removed), and the TLS every session connects with.
+#[derive(Debug, Clone)]
 struct Address {
     host_port: String,
     user: Option<(String, String)>,
     keyspace: String,
     /// Count by paging from the start, as an application does once its `COUNT(*)` times out.
     count_paged: bool,
+    /// The system's one TLS configuration; `None` = plaintext.
+    tls: Option<Arc<ClientConfig>>,
+}
+
+impl Address {
+    /// The host, without the port (and without the brackets of an IPv6 literal).
+    fn host(&self) -> &str {
+        let host = self.host_port.rsplit_once(':').map_or("", |(host, _)| host);
+        host.trim_start_matches('[').trim_end_matches(']')
+    }
 }
 
 fn parse_address(url: &str) -> Result<Address, String> {
@@ -86,6 +99,7 @@ fn parse_address(url: &str) -> Result<Address, String> {
         user,
         keyspace: keyspace.to_owned(),
         count_paged,
+        tls: None,
     })
 }
 
@@ -96,6 +110,7 @@ pub struct CqlTarget {
     durability: Durability,
     consistency: Consistency,
     control: Arc<Session>,
+    tls: TlsState,
 }
 
 /// Whether the connection is gone (as opposed to the server refusing one request).
@@ -119,7 +134,8 @@ fn is_server_timeout(e: &ExecutionError) -> bool {
     )
 }
 
-/// Opens a session with `connections` pooled connections, every statement at `consistency`.
+/// Opens a session with one connection, every statement at `consistency`; over TLS when the
+/// address carries a configuration (the handshake is part of connecting, never of an operation).
 async fn connect(
     address: &Address,
     identity: &Identity,
@@ -136,14 +152,24 @@ async fn connect(
         .pool_size(PoolSize::PerHost(NonZeroUsize::MIN))
         .fetch_schema_metadata(false)
         .default_execution_profile_handle(profile);
+    builder = tls::with_tls(builder, address.tls.as_ref());
     if let Some((user, password)) = &address.user {
         builder = builder.user(user, password);
     }
     match tokio::time::timeout(CONNECT_TIMEOUT * 2, builder.build()).await {
         Ok(Ok(session)) => Ok(session),
-        Ok(Err(e)) => Err(identity.connect_error(format!(
-            "{e} — is the server running? (scripts/services start)"
-        ))),
+        Ok(Err(e)) => {
+            let message = match &address.tls {
+                Some(_) => tls::explain(&e, address.host()).unwrap_or_else(|| {
+                    format!("{e} — is the server running? (scripts/services start)")
+                }),
+                None => format!(
+                    "{e} — is the server running (scripts/services start), and does this port \
+                     take plaintext? (a TLS port needs sslmode=verify-full and cacert=)"
+                ),
+            };
+            Err(identity.connect_error(message))
+        }
         Err(_) => Err(identity.connect_error(format!(
             "no answer within {}s",
             CONNECT_TIMEOUT.as_secs() * 2
@@ -212,19 +238,16 @@ where
 
 impl CqlTarget {
     /// `cql://…` or `cassandra://…`; the password from its file or variable when the URL has
-    /// none. TLS (`sslmode=`, `cacert=`) is refused in one line: the driver's rustls feature
-    /// (scylla `rustls-023`) is not built in yet.
+    /// none. TLS with `sslmode=` (and `cacert=`), see [`tls`]: probed first, so a certificate
+    /// that does not verify fails at once in one line.
     pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, TargetError> {
-        reach.refuse_tls(
-            spec,
-            "TLS for CQL is not supported yet (sql-bench is built without the driver's rustls \
-             feature)",
-        )?;
-        let url = reach.url(spec);
-        let address = parse_address(&url).map_err(|message| TargetError::Url {
+        let url = common::tls::strip_params(&reach.url(spec));
+        let mut address = parse_address(&url).map_err(|message| TargetError::Url {
             url: spec.url_redacted(),
             message: common::redact::redact_text(&message),
         })?;
+        let (tls, config) = tls::open(spec, reach).await?;
+        address.tls = config;
         let identity = Identity::of(spec, "cql");
         let durability = Durability::C0;
         let consistency = requirement(durability).consistency;
@@ -235,6 +258,7 @@ impl CqlTarget {
             durability,
             consistency,
             control,
+            tls,
         }))
     }
 
@@ -403,6 +427,10 @@ impl Target for CqlTarget {
 
     fn identity_mut(&mut self) -> &mut Identity {
         &mut self.identity
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn describe(
@@ -705,7 +733,8 @@ mod tests {
         let a = parse_address("cql://127.0.0.1").unwrap();
         assert_eq!(a.host_port, "127.0.0.1:9042");
         assert_eq!(a.keyspace, "fairbench");
-        assert!(!a.count_paged && a.user.is_none());
+        assert!(!a.count_paged && a.user.is_none() && a.tls.is_none());
+        assert_eq!(a.host(), "127.0.0.1");
         let b = parse_address("cassandra://u:p@127.0.0.1:19042/fairbench_rf3?count=paged").unwrap();
         assert_eq!(b.host_port, "127.0.0.1:19042");
         assert_eq!(b.user, Some(("u".into(), "p".into())));
