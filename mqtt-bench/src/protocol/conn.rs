@@ -253,13 +253,12 @@ impl Conn {
         let (io, tls) = match &endpoint.tls {
             None => (Transport::Tcp(tcp_stream), None),
             Some(link) => {
-                let (io, negotiated) =
-                    Transport::tls(tcp_stream, link, waited)
-                        .await
-                        .map_err(|source| ConnError::Tls {
-                            addr: addr.clone(),
-                            source,
-                        })?;
+                let (io, negotiated) = Transport::tls(tcp_stream, link, waited, options.read_chunk)
+                    .await
+                    .map_err(|source| ConnError::Tls {
+                        addr: addr.clone(),
+                        source,
+                    })?;
                 (io, Some(negotiated))
             }
         };
@@ -556,6 +555,12 @@ impl Conn {
     /// Waits until bytes arrive and reads them.
     pub async fn fill(&mut self) -> Result<(), ConnError> {
         poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// Bytes read and not yet taken as packets.
+    #[cfg(test)]
+    pub fn buffered(&self) -> usize {
+        self.rbuf.len()
     }
 
     /// Writes as much of the pending bytes as the stream takes: ready with `true` when all

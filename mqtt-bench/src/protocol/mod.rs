@@ -5,4 +5,5 @@
 pub mod codec;
 pub mod conn;
 pub mod reason;
+mod tls;
 pub mod transport;

@@ -1,6 +1,7 @@
 //! The byte stream under one MQTT connection: plain TCP, bound to a chosen source address when
 //! the run spreads its clients over several, or TLS over that TCP (`mqtts://`, common's rustls
-//! with the system's one `ClientConfig`). Everything above drives it through `poll_read`,
+//! with the system's one `ClientConfig`; the handshake through tokio-rustls, then the session
+//! driven by [`TlsConn`]). Everything above drives it through `poll_read`,
 //! `poll_write` and `poll_flush` (never through socket readiness), which is how a TLS stream
 //! wants to be driven: rustls holds decrypted bytes the socket no longer signals, and written
 //! records until they are flushed.
@@ -14,9 +15,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use common::tls::rustls::ClientConfig;
-use common::tls::{Negotiated, TlsError, TlsStream};
+use common::tls::{Negotiated, TlsError};
 use tokio::io::AsyncWrite;
 use tokio::net::{TcpSocket, TcpStream};
+
+use super::tls::TlsConn;
 
 /// What a TLS connection to the broker needs: the system's one `ClientConfig` (shared by every
 /// client) and the name its certificate must carry.
@@ -30,7 +33,7 @@ pub struct TlsLink {
 #[derive(Debug)]
 pub enum Transport {
     Tcp(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsConn>),
 }
 
 impl Transport {
@@ -59,17 +62,22 @@ impl Transport {
         tcp: TcpStream,
         link: &TlsLink,
         timeout: Duration,
+        read_chunk: usize,
     ) -> Result<(Transport, Negotiated), TlsError> {
         let (tls, negotiated) =
             common::tls::handshake(tcp, link.config.clone(), &link.server, timeout).await?;
-        Ok((Transport::Tls(Box::new(tls)), negotiated))
+        let (tcp, session) = tls.into_inner();
+        Ok((
+            Transport::Tls(Box::new(TlsConn::new(tcp, session, read_chunk))),
+            negotiated,
+        ))
     }
 
     /// The local address, for the count of connections per source address.
     pub fn local_ip(&self) -> Option<IpAddr> {
         let tcp = match self {
             Transport::Tcp(s) => s,
-            Transport::Tls(s) => s.get_ref().0,
+            Transport::Tls(s) => s.tcp(),
         };
         tcp.local_addr().ok().map(|a| a.ip())
     }
@@ -83,7 +91,7 @@ impl Transport {
     ) -> Poll<io::Result<usize>> {
         match self {
             Transport::Tcp(s) => tokio_util::io::poll_read_buf(Pin::new(s), cx, buf),
-            Transport::Tls(s) => tokio_util::io::poll_read_buf(Pin::new(s.as_mut()), cx, buf),
+            Transport::Tls(s) => s.poll_read(cx, buf),
         }
     }
 
@@ -91,7 +99,7 @@ impl Transport {
     pub fn poll_write(&mut self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
         match self {
             Transport::Tcp(s) => Pin::new(s).poll_write(cx, bytes),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, bytes),
+            Transport::Tls(s) => s.poll_write(cx, bytes),
         }
     }
 
@@ -101,7 +109,7 @@ impl Transport {
     pub fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Transport::Tcp(_) => Poll::Ready(Ok(())),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Transport::Tls(s) => s.poll_flush(cx),
         }
     }
 
@@ -110,14 +118,14 @@ impl Transport {
     pub fn holds_output(&self) -> bool {
         match self {
             Transport::Tcp(_) => false,
-            Transport::Tls(s) => s.get_ref().1.wants_write(),
+            Transport::Tls(s) => s.holds_output(),
         }
     }
 
     pub fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Transport::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Transport::Tls(s) => s.poll_shutdown(cx),
         }
     }
 }
