@@ -47,15 +47,13 @@ fn system_tls(report: &Report) -> (&str, &str, &str) {
     )
 }
 
-#[test]
-fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
-    let _servers = lock_servers();
-    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
-        return;
-    };
+/// A verify-full run against `url` records what TLS negotiated and carries no label; then the
+/// wrong CA (in the URL parameter `ca_param`) with `--insecure-skip-verify` is measured, and
+/// every cell labelled.
+fn assert_verified_then_skipped(url: &str, name: &str, ca_param: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("full");
-    let summary = read_run(&out, &format!("pg={url}"), &[]).unwrap();
+    let summary = read_run(&out, &format!("{name}={url}"), &[]).unwrap();
     assert_all_ok(&summary, &out);
     let (version, cipher, verification) = system_tls(&summary.report);
     assert!(version.starts_with("TLSv1."), "{version}");
@@ -65,14 +63,22 @@ fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
     assert!(system.verified.contains_key("tls_handshake_ms"));
     assert!(system.labels.is_empty(), "{:?}", system.labels);
 
-    // The wrong CA with --insecure-skip-verify: measured, and every cell labelled.
     let insecure = dir.path().join("insecure");
-    let target = format!("pg={}", with_param(&url, "sslrootcert", &wrong_ca()));
+    let target = format!("{name}={}", with_param(url, ca_param, &wrong_ca()));
     let summary = read_run(&insecure, &target, &["--insecure-skip-verify"]).unwrap();
     assert_eq!(summary.exit, Exit::AllOk);
     let (_, _, verification) = system_tls(&summary.report);
     assert_eq!(verification, "none (--insecure-skip-verify)");
     assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
+}
+
+#[test]
+fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
+    let _servers = lock_servers();
+    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+        return;
+    };
+    assert_verified_then_skipped(&url, "pg", "sslrootcert");
 }
 
 #[test]
@@ -225,28 +231,7 @@ fn cassandra_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
     let Some(url) = cassandra_tls_url() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("full");
-    let summary = read_run(&out, &format!("cass={url}"), &[]).unwrap();
-    assert_all_ok(&summary, &out);
-    let (version, cipher, verification) = system_tls(&summary.report);
-    assert!(version.starts_with("TLSv1."), "{version}");
-    assert!(cipher.starts_with("TLS_"), "{cipher}");
-    assert_eq!(verification, "verify-full");
-    let system = &summary.report.systems[0];
-    assert!(system.verified.contains_key("tls_handshake_ms"));
-    assert!(system.labels.is_empty(), "{:?}", system.labels);
-
-    // The wrong CA with --insecure-skip-verify: measured, and every cell labelled.
-    let insecure = dir.path().join("insecure");
-    let target = format!("cass={}", with_param(&url, "cacert", &wrong_ca()));
-    let summary = read_run(&insecure, &target, &["--insecure-skip-verify"]).unwrap();
-    assert_eq!(summary.exit, Exit::AllOk);
-    assert_eq!(
-        system_tls(&summary.report).2,
-        "none (--insecure-skip-verify)"
-    );
-    assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
+    assert_verified_then_skipped(&url, "cass", "cacert");
 }
 
 #[test]
