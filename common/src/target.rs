@@ -112,6 +112,32 @@ impl Identity {
     }
 }
 
+/// A target known by an [`Identity`]: every tool's target trait builds on it, so the registry
+/// can name systems and rename them once names are settled.
+pub trait Identified {
+    fn identity(&self) -> &Identity;
+
+    fn identity_mut(&mut self) -> &mut Identity;
+}
+
+/// Implements [`Identified`] for targets that keep their [`Identity`] in a field `identity`.
+#[macro_export]
+macro_rules! identified {
+    ($($target:ty),+ $(,)?) => {
+        $(
+            impl $crate::target::Identified for $target {
+                fn identity(&self) -> &$crate::target::Identity {
+                    &self.identity
+                }
+
+                fn identity_mut(&mut self) -> &mut $crate::target::Identity {
+                    &mut self.identity
+                }
+            }
+        )+
+    };
+}
+
 /// Whether `host` is this machine (loopback, `localhost`, a Unix socket path or no host), so
 /// its data directory and process can be measured here.
 pub fn is_local_host(host: &str) -> bool {

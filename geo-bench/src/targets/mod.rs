@@ -14,7 +14,9 @@ use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
 use common::results::Location;
-pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+pub use common::target::{
+    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+};
 
 use crate::events::Event;
 use crate::session::GeoWorkers;
@@ -46,11 +48,7 @@ pub struct Description {
 }
 
 /// The control path of a system: everything but the measured operations.
-pub trait Target: Send {
-    fn identity(&self) -> &Identity;
-
-    fn identity_mut(&mut self) -> &mut Identity;
-
+pub trait Target: Identified + Send {
     /// The TLS of its connections; `None` for an embedded system or one without TLS support.
     fn tls(&self) -> Option<TlsState> {
         None

@@ -187,15 +187,9 @@ impl PostgisTarget {
     }
 }
 
+common::identified!(PostgisTarget);
+
 impl Target for PostgisTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.link.tls_state())
     }

@@ -428,15 +428,9 @@ fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
+common::identified!(RedisTarget);
+
 impl Target for RedisTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.tls.clone())
     }

@@ -253,15 +253,9 @@ impl SqliteTarget {
     }
 }
 
+common::identified!(SqliteTarget);
+
 impl Target for SqliteTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let read = |sql: &str| {

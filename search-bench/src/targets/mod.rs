@@ -14,7 +14,9 @@ use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
 use common::results::Location;
-pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+pub use common::target::{
+    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+};
 
 use crate::answer::Answer;
 use crate::queries::{Query, QuerySet};
@@ -51,12 +53,7 @@ pub struct IndexSpec {
 }
 
 /// The control path of an engine: everything but the measured operations.
-pub trait Target: Send {
-    fn identity(&self) -> &Identity;
-
-    /// Lets the run name an engine after its kind once it has said what it is.
-    fn identity_mut(&mut self) -> &mut Identity;
-
+pub trait Target: Identified + Send {
     /// Name, version and where it runs, read from the engine itself.
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
 

@@ -221,15 +221,9 @@ fn aggregation_collector(
     AggregationCollector::from_aggs(request.clone(), context)
 }
 
+common::identified!(TantivyTarget);
+
 impl Target for TantivyTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             Ok(Description {

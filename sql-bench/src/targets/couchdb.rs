@@ -432,15 +432,9 @@ impl CouchTarget {
     }
 }
 
+common::identified!(CouchTarget);
+
 impl Target for CouchTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.tls.clone())
     }

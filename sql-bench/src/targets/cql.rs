@@ -420,15 +420,9 @@ impl CqlTarget {
     }
 }
 
+common::identified!(CqlTarget);
+
 impl Target for CqlTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.tls.clone())
     }

@@ -18,7 +18,9 @@ use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
 use common::results::Location;
-pub use common::target::{Identity, TargetError, is_local_host, location_of_host, op_error};
+pub use common::target::{
+    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+};
 
 use crate::durability::{Check, Durability};
 use crate::query::{Collection, CollectionState, DocSession};
@@ -54,12 +56,7 @@ pub struct KvTable {
 }
 
 /// The control path of a system: everything but the measured operations.
-pub trait Target: Send {
-    fn identity(&self) -> &Identity;
-
-    /// Lets the suite name a system after its engine once the server has said what it is.
-    fn identity_mut(&mut self) -> &mut Identity;
-
+pub trait Target: Identified + Send {
     /// The TLS of its connections; `None` for an embedded system.
     fn tls(&self) -> Option<TlsState> {
         None

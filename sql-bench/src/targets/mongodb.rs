@@ -365,15 +365,9 @@ impl MongoTarget {
     }
 }
 
+common::identified!(MongoTarget);
+
 impl Target for MongoTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.tls.clone())
     }

@@ -178,15 +178,9 @@ impl MysqlTarget {
     }
 }
 
+common::identified!(MysqlTarget);
+
 impl Target for MysqlTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(TlsState {
             settings: self.tls.settings.clone(),

@@ -99,15 +99,9 @@ impl PostgresTarget {
     }
 }
 
+common::identified!(PostgresTarget);
+
 impl Target for PostgresTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn tls(&self) -> Option<TlsState> {
         Some(self.link.tls_state())
     }

@@ -136,15 +136,9 @@ impl SqliteTarget {
     }
 }
 
+common::identified!(SqliteTarget);
+
 impl Target for SqliteTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(
         &mut self,
         durability: Durability,

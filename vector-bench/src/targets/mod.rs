@@ -20,7 +20,7 @@ use common::deadline::Deadline;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 use common::results::Location;
-pub use common::target::{Identity, TargetError, location_of_host};
+pub use common::target::{Identified, Identity, TargetError, location_of_host};
 use serde::Serialize;
 
 use crate::dataset::Dataset;
@@ -157,10 +157,7 @@ impl BuildProgress {
 }
 
 /// The control path of a system: everything but the measured searches.
-pub trait VectorTarget: Send {
-    /// The system's name (`--target NAME=…`, else its kind), kind and redacted URL.
-    fn identity(&self) -> &Identity;
-
+pub trait VectorTarget: Identified + Send {
     /// Version and settings, read from the system itself.
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
 

@@ -242,11 +242,9 @@ impl PgvectorTarget {
     }
 }
 
-impl VectorTarget for PgvectorTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
+common::identified!(PgvectorTarget);
 
+impl VectorTarget for PgvectorTarget {
     fn tls(&self) -> Option<TlsState> {
         Some(self.link.tls_state())
     }

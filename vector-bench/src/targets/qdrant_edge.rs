@@ -240,11 +240,9 @@ fn segment_indexes(dir: &Path) -> String {
     kinds.join(", ")
 }
 
-impl VectorTarget for QdrantEdgeTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
+common::identified!(QdrantEdgeTarget);
 
+impl VectorTarget for QdrantEdgeTarget {
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let mut settings = BTreeMap::new();

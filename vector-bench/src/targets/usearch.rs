@@ -81,11 +81,9 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-impl VectorTarget for UsearchTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
+common::identified!(UsearchTarget);
 
+impl VectorTarget for UsearchTarget {
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let mut settings = BTreeMap::new();

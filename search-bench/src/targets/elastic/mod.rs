@@ -398,15 +398,9 @@ fn index_body() -> Value {
     })
 }
 
+common::identified!(ElasticTarget);
+
 impl Target for ElasticTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
-
-    fn identity_mut(&mut self) -> &mut Identity {
-        &mut self.identity
-    }
-
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let root = self.call(Method::GET, "", None).await?;

@@ -265,11 +265,9 @@ fn ef_collection(spec: &IndexSpec, ef: usize) -> String {
     format!("{}_ef{ef}", spec.collection())
 }
 
-impl VectorTarget for ChromaTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
+common::identified!(ChromaTarget);
 
+impl VectorTarget for ChromaTarget {
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let version = self.answer(self.http.ok("GET", "/api/v2/version", None).await)?;
