@@ -2,6 +2,7 @@
 //! before any clock starts; a session lost in a window is reopened before the next one.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -108,6 +109,34 @@ impl<S: Send + 'static> Pool<S> {
             .map_err(|e| format!("the window's worker threads failed: {e}"))?;
         self.put_back(keep_healthy(ops, &outcome, back));
         Ok(outcome)
+    }
+}
+
+/// A system's sessions held for its timed windows, with the connector that opens one more
+/// (a single-session pass, a reopened session). `K` is [`AsyncSessions`] or
+/// [`BlockingSessions`]: it keeps a tool's two implementations of its workers trait apart, one
+/// driving async sessions on tasks, the other blocking sessions on threads.
+pub struct Held<S, K> {
+    pub pool: Pool<S>,
+    pub connect: Connector<S>,
+    kind: PhantomData<fn() -> K>,
+}
+
+/// Sessions whose operations are futures (one task each in a window).
+pub struct AsyncSessions;
+
+/// Sessions whose operations block (one thread each in a window).
+pub struct BlockingSessions;
+
+impl<S: Send + 'static, K> Held<S, K> {
+    /// Opens `size` sessions before anything is measured ([`Pool::open`]).
+    pub async fn open(size: usize, connect: Connector<S>) -> Result<Held<S, K>, String> {
+        let pool = Pool::open(size, connect.clone()).await?;
+        Ok(Held {
+            pool,
+            connect,
+            kind: PhantomData,
+        })
     }
 }
 

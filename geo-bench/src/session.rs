@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Held};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -269,23 +269,14 @@ pub trait GeoWorkers: Send {
     ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>>;
 }
 
-struct AsyncWorkers<S> {
-    pool: Pool<S>,
-    connect: Connector<S>,
-}
-
-struct BlockingWorkers<S> {
-    pool: Pool<S>,
-    connect: Connector<S>,
-}
-
 /// Opens `size` async sessions (one task each when measured).
 pub async fn async_workers<S: GeoSession>(
     size: usize,
     connect: Connector<S>,
 ) -> Result<Box<dyn GeoWorkers>, String> {
-    let pool = Pool::open(size, connect.clone()).await?;
-    Ok(Box::new(AsyncWorkers { pool, connect }))
+    Ok(Box::new(
+        Held::<S, AsyncSessions>::open(size, connect).await?,
+    ))
 }
 
 /// Opens `size` blocking sessions (one thread each when measured).
@@ -293,15 +284,16 @@ pub async fn blocking_workers<S: BlockingGeoSession>(
     size: usize,
     connect: Connector<S>,
 ) -> Result<Box<dyn GeoWorkers>, String> {
-    let pool = Pool::open(size, connect.clone()).await?;
-    Ok(Box::new(BlockingWorkers { pool, connect }))
+    Ok(Box::new(
+        Held::<S, BlockingSessions>::open(size, connect).await?,
+    ))
 }
 
 fn render(message: impl std::fmt::Display, query: &Query) -> String {
     format!("{}: {message}", crate::oracle::describe(query))
 }
 
-impl<S: GeoSession> GeoWorkers for AsyncWorkers<S> {
+impl<S: GeoSession> GeoWorkers for Held<S, AsyncSessions> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -352,7 +344,7 @@ impl<S: GeoSession> GeoWorkers for AsyncWorkers<S> {
     }
 }
 
-impl<S: BlockingGeoSession> GeoWorkers for BlockingWorkers<S> {
+impl<S: BlockingGeoSession> GeoWorkers for Held<S, BlockingSessions> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{CANCEL_WAIT, OpError};
 use common::lanes::Lanes;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Held};
 use common::recorder::Recorder;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
@@ -199,23 +199,14 @@ pub trait YcsbWorkers: Send {
     ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
 }
 
-struct AsyncWorkers<S> {
-    pool: Pool<S>,
-    connect: Connector<S>,
-}
-
-struct BlockingWorkers<S> {
-    pool: Pool<S>,
-    connect: Connector<S>,
-}
-
 /// Workers for a client whose sessions are async (one task each, on its lane).
 pub async fn async_workers<S: YcsbSession>(
     size: usize,
     connect: Connector<S>,
 ) -> Result<Box<dyn YcsbWorkers>, String> {
-    let pool = Pool::open(size, connect.clone()).await?;
-    Ok(Box::new(AsyncWorkers { pool, connect }))
+    Ok(Box::new(
+        Held::<S, AsyncSessions>::open(size, connect).await?,
+    ))
 }
 
 /// Workers for a client whose sessions block (one thread each).
@@ -223,11 +214,12 @@ pub async fn blocking_workers<S: BlockingYcsbSession>(
     size: usize,
     connect: Connector<S>,
 ) -> Result<Box<dyn YcsbWorkers>, String> {
-    let pool = Pool::open(size, connect.clone()).await?;
-    Ok(Box::new(BlockingWorkers { pool, connect }))
+    Ok(Box::new(
+        Held::<S, BlockingSessions>::open(size, connect).await?,
+    ))
 }
 
-impl<S: YcsbSession> YcsbWorkers for AsyncWorkers<S> {
+impl<S: YcsbSession> YcsbWorkers for Held<S, AsyncSessions> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -313,7 +305,7 @@ impl<S: YcsbSession> YcsbWorkers for AsyncWorkers<S> {
     }
 }
 
-impl<S: BlockingYcsbSession> YcsbWorkers for BlockingWorkers<S> {
+impl<S: BlockingYcsbSession> YcsbWorkers for Held<S, BlockingSessions> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
