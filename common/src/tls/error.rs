@@ -10,8 +10,9 @@ use rustls::CertificateError;
 
 use crate::target::TargetError;
 
-/// Where a CA can be named in a URL, for the hints.
-const NAME_THE_CA: &str = "name the CA that signed it in the URL (sslrootcert=, ssl-ca=, \
+/// Where a CA can be named in a URL, for the hints (a client that takes no CA file replaces
+/// it with its own).
+pub const NAME_THE_CA: &str = "name the CA that signed it in the URL (sslrootcert=, ssl-ca=, \
                            tlsCAFile= or cacert=), or use --insecure-skip-verify";
 
 #[derive(Debug, Clone, thiserror::Error)]

@@ -28,7 +28,7 @@ mod verifier;
 
 pub use ca::{load_ca, roots_from_file, system_root_certs, system_roots};
 pub use config::client_config;
-pub use error::{TlsError, explain, explain_text, find_rustls};
+pub use error::{NAME_THE_CA, TlsError, explain, explain_text, find_rustls};
 pub use mode::{Mode, Verify};
 pub use probe::{
     HANDSHAKE_TIMEOUT, Negotiated, Prelude, handshake, negotiated, plaintext_postgres, probe,

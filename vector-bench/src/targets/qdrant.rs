@@ -9,6 +9,14 @@
 //! `--build-ceiling`; a build as a whole, its wait for the optimizer too, stops at
 //! `--build-ceiling` and is a `timeout`.
 //!
+//! TLS (`sslmode=verify-full`: gRPC over https) is what `qdrant-client` offers: its channel
+//! always verifies the certificate and the host name against the system's roots (which
+//! `SSL_CERT_FILE` can point at a private CA) and takes no CA file and no way to skip the
+//! check, so a weaker mode, a CA file or `--insecure-skip-verify` is refused in one line rather
+//! than quietly verified otherwise than asked. A probe handshake in the connect phase records
+//! the version, cipher and handshake time the client hides. The API key (`api_key=` in the URL
+//! or `FAIRBENCH_API_KEY_<NAME>`) goes with every request.
+//!
 //! Written against the client's documented API; no Qdrant server can be installed on the
 //! machine this was developed on, so its test runs only when `QDRANT_URL` is set.
 
@@ -16,9 +24,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::credentials::Secret;
 use common::driver::OpError;
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
+use common::reach::TlsState;
+use common::tls::{Endpoint, Mode as TlsMode, NAME_THE_CA, TlsSettings};
 use qdrant_client::Qdrant;
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::quantization_config::Quantization;
@@ -40,35 +51,99 @@ use crate::session::{SearchSession, Work};
 
 const CATEGORY: &str = "category";
 
+/// The gRPC port of a Qdrant server.
+const DEFAULT_PORT: u16 = 6334;
+
 pub struct QdrantTarget {
     identity: Identity,
-    url: String,
+    access: Access,
+    tls: TlsState,
     client: Qdrant,
+}
+
+/// How every channel reaches the server: `http://` or `https://` with the host and port, and
+/// the API key.
+#[derive(Clone)]
+struct Access {
+    url: String,
+    api_key: Option<Secret>,
 }
 
 /// A client whose every request may take up to `timeout` (`Duration::MAX`: as long as the
 /// caller lets it run).
-fn client(url: &str, timeout: Duration) -> Result<Qdrant, String> {
-    Qdrant::from_url(url)
+fn client(access: &Access, timeout: Duration) -> Result<Qdrant, String> {
+    // No compatibility check: it prints to stdout when it cannot ask, and the connect phase
+    // reads the server's version anyway.
+    let mut config = Qdrant::from_url(&access.url)
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| e.to_string())
+        .skip_compatibility_check();
+    if let Some(key) = &access.api_key {
+        config = config.api_key(key.expose());
+    }
+    config.build().map_err(|e| e.to_string())
+}
+
+/// What `qdrant-client` cannot do as `settings` ask, in one line; `None` when it can.
+fn unsupported_tls(settings: &TlsSettings) -> Option<String> {
+    if !settings.uses_tls() {
+        return None;
+    }
+    const CLIENT: &str = "qdrant-client verifies every https connection against the system's \
+                          roots, with the host name";
+    if settings.insecure_skip_verify {
+        return Some(format!("--insecure-skip-verify cannot apply: {CLIENT}"));
+    }
+    if let Some(path) = &settings.ca_file {
+        return Some(format!(
+            "a CA file ({}) cannot be handed to the client: {CLIENT}; point SSL_CERT_FILE at \
+             the CA bundle instead and drop the parameter",
+            path.display()
+        ));
+    }
+    if settings.mode != TlsMode::VerifyFull {
+        return Some(format!(
+            "{} asks for less than the client checks: {CLIENT}; use sslmode=verify-full",
+            settings.mode_source
+        ));
+    }
+    None
 }
 
 impl QdrantTarget {
-    /// `qdrant://HOST:PORT`, plaintext gRPC: a URL asking for TLS is refused in one line.
+    /// `qdrant://HOST:PORT` (the gRPC port), plaintext unless `sslmode=verify-full` asks for
+    /// https.
     pub async fn open(
         spec: &TargetSpec,
         reach: &Reach,
         bounds: Bounds,
     ) -> Result<Box<dyn VectorTarget>, TargetError> {
-        reach.refuse_tls(spec, "TLS for the Qdrant server is not supported yet")?;
-        // qdrant://HOST:PORT names the gRPC port (6334 by default on a Qdrant server).
-        let url = spec.url.replacen("qdrant://", "http://", 1);
+        let settings = reach.tls(spec)?;
+        if let Some(why) = unsupported_tls(&settings) {
+            return Err(TargetError::Url {
+                url: spec.url_redacted(),
+                message: why,
+            });
+        }
+        let endpoint = Endpoint::from_url(&spec.url, Some(DEFAULT_PORT))?;
+        let tls = TlsState::probe(settings.clone(), &spec.url, Some(DEFAULT_PORT))
+            .await
+            .map_err(|e| match e {
+                TargetError::Other(why) => TargetError::Other(why.replace(
+                    NAME_THE_CA,
+                    "qdrant-client trusts only the system's roots: point SSL_CERT_FILE at \
+                     the CA that signed it",
+                )),
+                other => other,
+            })?;
+        let scheme = if settings.uses_tls() { "https" } else { "http" };
+        let access = Access {
+            url: format!("{scheme}://{endpoint}"),
+            api_key: reach.secrets.api_key(spec).map(|(key, _)| key),
+        };
         let identity = Identity::of(spec, "qdrant");
         let connect_error = |message: String| identity.connect_error(message);
-        let client = client(&url, bounds.request()).map_err(connect_error)?;
+        let client = client(&access, bounds.request()).map_err(connect_error)?;
         client.health_check().await.map_err(|e| {
             connect_error(format!(
                 "{e} — is the server running, and is this its gRPC port?"
@@ -76,7 +151,8 @@ impl QdrantTarget {
         })?;
         Ok(Box::new(QdrantTarget {
             identity,
-            url,
+            access,
+            tls,
             client,
         }))
     }
@@ -135,11 +211,9 @@ fn distance(metric: Metric) -> Distance {
     }
 }
 
-impl VectorTarget for QdrantTarget {
-    fn identity(&self) -> &Identity {
-        &self.identity
-    }
+common::identified!(QdrantTarget);
 
+impl VectorTarget for QdrantTarget {
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             let health = self
@@ -148,8 +222,8 @@ impl VectorTarget for QdrantTarget {
                 .await
                 .map_err(|e| self.identity.query_error(e))?;
             // gRPC does not say where the server keeps its data.
-            let authority = self.url.split_once("://").map_or("", |(_, r)| r);
-            let host = host_of(authority.trim_end_matches('/'));
+            let authority = self.access.url.split_once("://").map_or("", |(_, r)| r);
+            let host = host_of(authority);
             Ok(Description {
                 version: format!("Qdrant {}", health.version),
                 settings: BTreeMap::new(),
@@ -157,6 +231,10 @@ impl VectorTarget for QdrantTarget {
                 data_dir: None,
             })
         })
+    }
+
+    fn tls(&self) -> Option<TlsState> {
+        Some(self.tls.clone())
     }
 
     fn offer(&self, variant: Variant) -> Result<String, String> {
@@ -339,14 +417,14 @@ impl VectorTarget for QdrantTarget {
         _mode: &'a Mode,
     ) -> BoxFuture<'a, Result<Opened, TargetError>> {
         Box::pin(async move {
-            let url = self.url.clone();
+            let access = self.access.clone();
             let name = spec.collection();
             let quantized = spec.variant != Variant::F32;
             let connect: Connector<QdrantSession> = Arc::new(move || {
-                let (url, name) = (url.clone(), name.clone());
+                let (access, name) = (access.clone(), name.clone());
                 Box::pin(async move {
                     // The ceiling bounds every search from outside.
-                    let client = client(&url, Duration::MAX)?;
+                    let client = client(&access, Duration::MAX)?;
                     client.health_check().await.map_err(|e| e.to_string())?;
                     Ok(QdrantSession {
                         client,
@@ -422,5 +500,45 @@ impl SearchSession for QdrantSession {
             out.push(id);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(url: &str, insecure_skip_verify: bool) -> Option<String> {
+        unsupported_tls(&TlsSettings::from_url(url, insecure_skip_verify).unwrap())
+    }
+
+    #[test]
+    fn only_what_the_client_verifies_is_accepted() {
+        assert_eq!(refusal("qdrant://127.0.0.1:6334", false), None);
+        assert_eq!(
+            refusal("qdrant://q.example:6334?sslmode=verify-full", false),
+            None
+        );
+        for mode in ["require", "verify-ca", "prefer"] {
+            let why = refusal(&format!("qdrant://q.example?sslmode={mode}"), false).unwrap();
+            assert!(
+                why.contains(&format!("sslmode={mode} asks for less")),
+                "{why}"
+            );
+        }
+        let why = refusal("qdrant://q.example?sslmode=verify-full", true).unwrap();
+        assert!(
+            why.starts_with("--insecure-skip-verify cannot apply"),
+            "{why}"
+        );
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/../common/testdata/tls/ca.pem");
+        let why = refusal(
+            &format!("qdrant://q.example?sslmode=verify-full&cacert={ca}"),
+            false,
+        )
+        .unwrap();
+        assert!(
+            why.contains("point SSL_CERT_FILE at the CA bundle"),
+            "{why}"
+        );
     }
 }
