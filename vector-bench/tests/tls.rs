@@ -16,20 +16,33 @@ use common::testing::{server_url, with_param};
 const SECRET_VAR: &str = "FAIRBENCH_PASSWORD_PGV";
 const SECRET: &str = "zq-leak-check-vec-51c2";
 
-/// vector-bench on `url` (named `pgv`) with `password` in the environment: exit code, stderr,
-/// whether a results folder was made.
-fn vector_bench(url: &str, password: &str) -> (Option<i32>, String, bool) {
+/// What a short run that is expected to stop in the connect phase left: exit code, stdout,
+/// stderr (trimmed), and whether a results folder was made.
+struct Refused {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    made: bool,
+}
+
+/// vector-bench on `target` (`NAME=URL`), small sizes, with `env` set and `extra` arguments.
+fn refused_run(target: &str, env: &[(&str, &str)], extra: &[&str]) -> Refused {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = Command::new(env!("CARGO_BIN_EXE_vector-bench"))
-        .args(["--target", &format!("pgv={url}"), "--output"])
+        .args(["--target", target, "--output"])
         .arg(&out)
         .args(["--quiet", "--rows", "100", "--dims", "8", "--queries", "5"])
-        .env(SECRET_VAR, password)
+        .args(extra)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&ran.stderr).trim().to_owned();
-    (ran.status.code(), stderr, out.exists())
+    Refused {
+        code: ran.status.code(),
+        stdout: String::from_utf8_lossy(&ran.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&ran.stderr).trim().to_owned(),
+        made: out.exists(),
+    }
 }
 
 /// A role of the test's own with a recognisable password on the shared server (made once per
@@ -85,7 +98,9 @@ fn pgvector_connects_over_verified_tls_with_a_password_from_the_environment() {
             "accepts only TLS",
         ),
     ] {
-        let (code, stderr, made) = vector_bench(&target, password);
+        let Refused {
+            code, stderr, made, ..
+        } = refused_run(&format!("pgv={target}"), &[(SECRET_VAR, password)], &[]);
         assert_eq!(code, Some(2), "{target}: {stderr}");
         assert!(stderr.contains(says), "{target}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -98,23 +113,13 @@ const QDRANT_KEY_VAR: &str = "FAIRBENCH_API_KEY_QD";
 const QDRANT_KEY: &str = "zq-leak-check-qdrant-0b9f";
 
 /// vector-bench on `url` (named `qd`) with the API key in the environment and `SSL_CERT_FILE`
-/// naming `roots` (the system's roots, for qdrant-client and for the probe): exit code,
-/// stdout, stderr, and whether a results folder was made.
-fn qdrant_run(url: &str, roots: &str, extra: &[&str]) -> (Option<i32>, String, String, bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let ran = Command::new(env!("CARGO_BIN_EXE_vector-bench"))
-        .args(["--target", &format!("qd={url}"), "--output"])
-        .arg(&out)
-        .args(["--quiet", "--rows", "100", "--dims", "8", "--queries", "5"])
-        .args(extra)
-        .env(QDRANT_KEY_VAR, QDRANT_KEY)
-        .env("SSL_CERT_FILE", roots)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&ran.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&ran.stderr).trim().to_owned();
-    (ran.status.code(), stdout, stderr, out.exists())
+/// naming `roots` (the system's roots, for qdrant-client and for the probe).
+fn qdrant_run(url: &str, roots: &str, extra: &[&str]) -> Refused {
+    refused_run(
+        &format!("qd={url}"),
+        &[(QDRANT_KEY_VAR, QDRANT_KEY), ("SSL_CERT_FILE", roots)],
+        extra,
+    )
 }
 
 /// The Qdrant server's https, against the TLS terminator of the Chroma test (no Qdrant server
@@ -173,7 +178,12 @@ fn qdrant_over_https_verifies_against_the_system_roots_and_refuses_what_its_clie
             "--insecure-skip-verify cannot apply",
         ),
     ] {
-        let (code, stdout, stderr, made) = qdrant_run(&url, roots, extra);
+        let Refused {
+            code,
+            stdout,
+            stderr,
+            made,
+        } = qdrant_run(&url, roots, extra);
         assert_eq!(code, Some(2), "{url}: {stderr}");
         assert_eq!(stdout, "", "{url}");
         assert!(stderr.contains(says), "{url}: {stderr}");
