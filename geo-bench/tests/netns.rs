@@ -12,15 +12,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::testing::job::{Job, barrier_skew_ns};
+use common::testing::job::{Job, assert_opened_within_50ms};
 use common::testing::netns::Namespaces;
 use common::testing::process::{Started, barrier, start};
+use common::testing::servers_required;
 use common::testing::workers::assert_exact_sum;
-use common::testing::{read_report, servers_required};
-use support::assert_matches_schema;
 
-/// Worker 0 listens in its own namespace, where every port is free.
-const BARRIER_PORT: u16 = 7519;
+const BINARY: &str = env!("CARGO_BIN_EXE_geo-bench");
 /// No worker process runs longer than this (the load loops are bounded by their windows).
 const PROCESS_LIMIT: Duration = Duration::from_secs(90);
 
@@ -66,18 +64,6 @@ fn redis_on(address: Ipv4Addr, dir: &Path) -> Option<(Started, SocketAddr)> {
     Some((server, socket))
 }
 
-/// The Job of geo-bench's workers in `net`, writing under `root`.
-fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
-    Job {
-        net,
-        binary: env!("CARGO_BIN_EXE_geo-bench"),
-        barrier_port: BARRIER_PORT,
-        run_id: "netns-1",
-        limit: PROCESS_LIMIT,
-        root,
-    }
-}
-
 /// The settings of every worker against the Redis at `redis`.
 fn settings(redis: SocketAddr) -> String {
     format!(
@@ -96,7 +82,7 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
     let Some((_redis, redis)) = redis_on(net.host_address(), dir.path()) else {
         return;
     };
-    let job = job(&net, dir.path());
+    let job = Job::new(&net, BINARY, dir.path(), PROCESS_LIMIT);
     let processes: Vec<Started> = (0..2)
         .map(|i| job.worker((i, 2), &settings(redis), "5s"))
         .collect();
@@ -114,16 +100,9 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
         );
     }
     assert_eq!(barrier(&reports[1]).address, job.barrier());
-    let skew_ns = barrier_skew_ns(&reports);
-    assert!(skew_ns < 50_000_000, "windows started {skew_ns} ns apart");
-    eprintln!("barrier skew across the namespaces: at most {skew_ns} ns");
+    assert_opened_within_50ms(&reports);
 
-    let (status, stderr) = job.merge(&[job.part(1), job.part(0)], 2);
-    assert!(status.success(), "merge: {status}: {stderr}");
-    let merged_dir = job.merged();
-    assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file());
-    let merged = read_report(&merged_dir);
+    let merged = job.merge_and_read(&[1, 0]);
     assert_eq!(merged.workers.len(), 2);
     assert_eq!(merged.cells.len(), reports[0].cells.len());
     for (i, c) in merged.cells.iter().enumerate() {
@@ -146,6 +125,7 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
     let Some((_redis, redis)) = redis_on(net.host_address(), dir.path()) else {
         return;
     };
-    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(redis), "2s");
+    Job::new(&net, BINARY, dir.path(), PROCESS_LIMIT)
+        .assert_a_killed_worker_stops_the_other(&settings(redis), "2s");
     net.remove_and_check();
 }

@@ -9,18 +9,15 @@
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::results::Status;
-use common::testing::job::{Job, barrier_skew_ns};
+use common::testing::job::{Job, assert_opened_within_50ms};
 use common::testing::netns::Namespaces;
 use common::testing::process::{Started, barrier};
-use common::testing::read_report;
-use support::{OwnMosquitto, assert_matches_schema, mosquitto_installed};
+use support::{OwnMosquitto, mosquitto_installed};
 
-/// Worker 0 listens in its own namespace, where every port is free.
-const BARRIER_PORT: u16 = 7519;
+const BINARY: &str = env!("CARGO_BIN_EXE_mqtt-bench");
 /// No worker process runs longer than this (the load loops are bounded by their windows).
 const PROCESS_LIMIT: Duration = Duration::from_secs(90);
 
@@ -39,18 +36,6 @@ fn mosquitto_on(address: Ipv4Addr) -> Option<OwnMosquitto> {
     let config = format!("listener {port} {host}\nallow_anonymous true\npersistence false\n");
     let dir = tempfile::tempdir().unwrap();
     Some(OwnMosquitto::launch(&config, (&host, port), "mqtt", dir))
-}
-
-/// The Job of mqtt-bench's workers in `net`, writing under `root`.
-fn job<'a>(net: &'a Namespaces, root: &'a Path) -> Job<'a> {
-    Job {
-        net,
-        binary: env!("CARGO_BIN_EXE_mqtt-bench"),
-        barrier_port: BARRIER_PORT,
-        run_id: "netns-1",
-        limit: PROCESS_LIMIT,
-        root,
-    }
 }
 
 /// The settings of every worker against the broker at `broker`.
@@ -72,7 +57,7 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let job = job(&net, dir.path());
+    let job = Job::new(&net, BINARY, dir.path(), PROCESS_LIMIT);
     let processes: Vec<Started> = (0..2)
         .map(|i| job.worker((i, 2), &settings(&broker.url), "10s"))
         .collect();
@@ -83,15 +68,8 @@ fn two_workers_in_two_namespaces_make_one_run_whose_figures_are_the_exact_sum() 
     }
     // 3 rows × (1 warm-up + 1 round), and the closing meeting.
     assert_eq!(barrier(&reports[0]).windows, 7);
-    let skew_ns = barrier_skew_ns(&reports);
-    assert!(skew_ns < 50_000_000, "windows started {skew_ns} ns apart");
-    eprintln!("barrier skew across the namespaces: at most {skew_ns} ns");
-    let (status, stderr) = job.merge(&[job.part(1), job.part(0)], 2);
-    assert!(status.success(), "merge: {status}: {stderr}");
-    let merged_dir = job.merged();
-    assert_matches_schema(&merged_dir);
-    assert!(merged_dir.join("report.md").is_file());
-    let merged = read_report(&merged_dir);
+    assert_opened_within_50ms(&reports);
+    let merged = job.merge_and_read(&[1, 0]);
     for (i, c) in merged.cells.iter().enumerate() {
         let (a, b) = (&reports[0].cells[i], &reports[1].cells[i]);
         assert_eq!(c.status, Status::Ok, "{}: {:?}", c.workload, c.reason);
@@ -114,5 +92,6 @@ fn a_worker_killed_before_the_barrier_stops_the_other_and_nothing_is_merged() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    job(&net, dir.path()).assert_a_killed_worker_stops_the_other(&settings(&broker.url), "2s");
+    Job::new(&net, BINARY, dir.path(), PROCESS_LIMIT)
+        .assert_a_killed_worker_stops_the_other(&settings(&broker.url), "2s");
 }

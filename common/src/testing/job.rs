@@ -2,7 +2,8 @@
 //! network namespace of its own ([`Namespaces`]), told their index by `JOB_COMPLETION_INDEX`
 //! and worker 0's barrier by its namespace address, each writing its part to
 //! `ROOT/worker-INDEX`; the merge Job's `merge` on the host; and what a test of them asserts
-//! of every tool (the parts, the barrier's skew, a worker killed before the barrier).
+//! of every tool (the parts, the barrier's skew, the merged run, a worker killed before the
+//! barrier).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -12,26 +13,34 @@ use super::netns::Namespaces;
 use super::process::{self, Started, barrier, start};
 use crate::results::{Report, Status};
 
+/// Where worker 0 listens, in its own namespace (where every port is free).
+const BARRIER_PORT: u16 = 7519;
+/// `--run-id`, the same for every worker.
+const RUN_ID: &str = "netns-1";
+
 /// One tool's Indexed Job in the test's namespaces.
 pub struct Job<'a> {
-    pub net: &'a Namespaces,
-    /// The tool's binary (`env!("CARGO_BIN_EXE_…")`).
-    pub binary: &'a str,
-    /// Where worker 0 listens, in its own namespace (where every port is free).
-    pub barrier_port: u16,
-    /// `--run-id`, the same for every worker.
-    pub run_id: &'a str,
-    /// No process of the test runs longer than this (the load loops are bounded by their
-    /// windows).
-    pub limit: Duration,
-    /// The folder the parts (`worker-INDEX`) and the merged run (`merged`) go to.
-    pub root: &'a Path,
+    net: &'a Namespaces,
+    binary: &'a str,
+    limit: Duration,
+    root: &'a Path,
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
+    /// The Job of the tool `binary` (`env!("CARGO_BIN_EXE_…")`) in `net`, its parts
+    /// (`worker-INDEX`) and merged run (`merged`) under `root`; no process of the test runs
+    /// longer than `limit` (the load loops are bounded by their windows).
+    pub fn new(net: &'a Namespaces, binary: &'a str, root: &'a Path, limit: Duration) -> Job<'a> {
+        Job {
+            net,
+            binary,
+            limit,
+            root,
+        }
+    }
     /// Worker 0's barrier address, as every worker is told it.
     pub fn barrier(&self) -> String {
-        format!("{}:{}", self.net.address(0), self.barrier_port)
+        format!("{}:{BARRIER_PORT}", self.net.address(0))
     }
 
     /// Worker `index`'s part (its results folder).
@@ -52,12 +61,7 @@ impl Job<'_> {
         command
             .env("JOB_COMPLETION_INDEX", index.to_string())
             .args(settings.split_whitespace())
-            .args([
-                "--worker-count",
-                &count.to_string(),
-                "--run-id",
-                self.run_id,
-            ])
+            .args(["--worker-count", &count.to_string(), "--run-id", RUN_ID])
             .args([
                 "--barrier",
                 &self.barrier(),
@@ -86,6 +90,20 @@ impl Job<'_> {
     /// Where [`Job::merge`] writes.
     pub fn merged(&self) -> PathBuf {
         self.root.join("merged")
+    }
+
+    /// `merge` of the parts of workers `order` (in that order: nothing orders a merge Job's
+    /// arguments), which succeeds and writes a merged run that matches the schema, with its
+    /// report.md: that run.
+    #[cfg(feature = "schema")]
+    pub fn merge_and_read(&self, order: &[usize]) -> Report {
+        let parts: Vec<PathBuf> = order.iter().map(|&i| self.part(i)).collect();
+        let (status, stderr) = self.merge(&parts, order.len());
+        assert!(status.success(), "merge: {status}: {stderr}");
+        let merged = self.merged();
+        super::assert_matches_schema(&merged);
+        assert!(merged.join("report.md").is_file());
+        super::read_report(&merged)
     }
 
     /// Waits for every worker of `processes` (worker `i` at `i`) and reads its part: each
@@ -158,11 +176,22 @@ pub fn not_ok(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// Fails the test unless the workers of `parts` opened every window within 50 ms of each
+/// other ([`barrier_skew_ns`]); prints the largest skew.
+pub fn assert_opened_within_50ms(parts: &[Report]) {
+    let skew_ns = barrier_skew_ns(parts);
+    assert!(skew_ns < 50_000_000, "windows started {skew_ns} ns apart");
+    eprintln!(
+        "barrier skew across {} namespaces: at most {skew_ns} ns",
+        parts.len()
+    );
+}
+
 /// How far apart the workers' starts of one window were at the most, in ns, over every
 /// window of `parts` (one clock for every namespace of one host: the starts are comparable),
 /// after checking that every worker but 0 measured its round trip to worker 0 and that every
 /// worker met as often.
-pub fn barrier_skew_ns(parts: &[Report]) -> u64 {
+fn barrier_skew_ns(parts: &[Report]) -> u64 {
     let records: Vec<_> = parts.iter().map(barrier).collect();
     assert!(
         records[1..].iter().all(|b| b.rtt_ns > 0),
