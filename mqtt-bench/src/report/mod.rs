@@ -7,9 +7,11 @@
 
 pub mod merged;
 mod qos;
+mod resources;
 mod sweep;
 
 pub use qos::{figures_table, qos_tables, storm_table};
+pub use resources::{cpu_rounds_table, resources_table};
 pub use sweep::{render_sweep_svg, sweep_table};
 
 use common::export::ToolReport;
@@ -225,45 +227,6 @@ pub fn delivery_table(report: &Report) -> Table {
     }
 }
 
-/// CPU per message of the broker and of mqtt-bench, and peak memory, per row and broker.
-pub fn resources_table(report: &Report) -> Table {
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.to_owned()];
-            row.extend(report.systems.iter().map(|s| {
-                let Some(cell) = find(report, workload, &s.name) else {
-                    return "–".into();
-                };
-                let ns = |v: Option<f64>| v.map_or("–".into(), |ns| format!("{ns:.0} ns"));
-                let broker_cpu = ns(cell
-                    .extra
-                    .get("broker_cpu_ns_per_msg")
-                    .and_then(|v| v.as_f64()));
-                let client_cpu = ns(cell.client_cpu_ns_per_op);
-                let rss = |key: &str| {
-                    cell.extra
-                        .get(key)
-                        .and_then(|v| v.as_u64())
-                        .map_or("–".into(), format_bytes)
-                };
-                format!(
-                    "{broker_cpu} / {client_cpu} · {} / {}",
-                    rss("broker_peak_rss_bytes"),
-                    rss("client_peak_rss_bytes")
-                )
-            }));
-            row
-        })
-        .collect();
-    Table {
-        title: "CPU per message, broker / mqtt-bench · peak RSS, broker / mqtt-bench".into(),
-        header: header(report, "scenario"),
-        rows,
-        numeric: true,
-    }
-}
-
 fn tables(report: &Report) -> Vec<Table> {
     let mut tables = vec![seed_table(report)];
     tables.extend(sweep_table(report));
@@ -272,6 +235,7 @@ fn tables(report: &Report) -> Vec<Table> {
     tables.extend(figures_table(report));
     tables.push(delivery_table(report));
     tables.push(resources_table(report));
+    tables.extend(cpu_rounds_table(report));
     tables
 }
 
@@ -501,8 +465,16 @@ mod tests {
         ];
         let qos1 = "qos1 acked publish, 64 in flight";
         let latency = "latency qos0 @ 10,000/s";
+        let mut acked = cell(qos1, "mosquitto", &[130_000.0, 131_000.0]);
+        acked.extra.insert(
+            "rounds".into(),
+            json!([
+                {"client_cpu_ns_per_msg": 140.0, "broker_cpu_ns_per_msg": 880.0},
+                {"client_cpu_ns_per_msg": 160.0, "broker_cpu_ns_per_msg": 920.0}
+            ]),
+        );
         report.cells = vec![
-            cell(qos1, "mosquitto", &[130_000.0, 131_000.0]),
+            acked,
             lossy,
             sweep,
             cell("qos0 delivered 1→1", "embedded", &[224_000.0, 226_000.0]),
