@@ -620,12 +620,8 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn terminal_report_snapshot() {
-        insta::assert_snapshot!(render_terminal(&sample()));
-    }
-
-    #[test]
-    fn markdown_report_snapshot() {
-        insta::assert_snapshot!(render_markdown(&sample()));
+    fn report_snapshots() {
+        let report = sample();
+        crate::assert_report_snapshots!(render_terminal(&report), render_markdown(&report));
     }
 }

@@ -108,6 +108,18 @@ macro_rules! in_process_runs {
     };
 }
 
+/// Asserts the snapshots of a report's terminal form and its `report.md`, under the names
+/// every tool keeps them by (`terminal_report_snapshot`, `markdown_report_snapshot`, in the
+/// test's `snapshots/`): `assert_report_snapshots!(render_terminal(&r), render_markdown(&r))`
+/// in one test (of a crate that has insta).
+#[macro_export]
+macro_rules! assert_report_snapshots {
+    ($terminal:expr, $markdown:expr $(,)?) => {{
+        insta::assert_snapshot!("terminal_report_snapshot", $terminal);
+        insta::assert_snapshot!("markdown_report_snapshot", $markdown);
+    }};
+}
+
 /// The words of `text` (a test's settings written on one line: `"--duration 1s --rounds 2"`).
 pub fn words(text: &str) -> Vec<&str> {
     text.split_whitespace().collect()

@@ -137,13 +137,9 @@ fn one_measured_round_a_side_gives_no_verdict_at_matched_recall() {
 }
 
 #[test]
-fn terminal_report_snapshot() {
-    insta::assert_snapshot!(render_terminal(&sample()));
-}
-
-#[test]
-fn markdown_report_snapshot() {
-    insta::assert_snapshot!(render_markdown(&sample()));
+fn report_snapshots() {
+    let report = sample();
+    common::assert_report_snapshots!(render_terminal(&report), render_markdown(&report));
 }
 
 #[test]
