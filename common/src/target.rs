@@ -2,8 +2,9 @@
 //! whether its host is this machine (and what a report cannot say of a server elsewhere), and
 //! how a session error reaches a worker. A target on another host is never refused for it.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::PathBuf;
 
 use crate::driver::OpError;
 use crate::options::TargetSpec;
@@ -43,25 +44,37 @@ impl TargetError {
     }
 }
 
-/// What a report first says of a system its target described: `name`, the kind and version
-/// the system reported, its redacted URL, where it keeps its data (when this machine can see
-/// it) and where it runs. The tool adds its settings, labels and notes.
-pub fn described_system(
-    name: String,
-    kind: &str,
-    url_redacted: &str,
-    version: &str,
-    data_dir: Option<&Path>,
-    location: Location,
-) -> SystemInfo {
-    SystemInfo {
-        name,
-        kind: kind.to_owned(),
-        url_redacted: url_redacted.to_owned(),
-        version: version.to_owned(),
-        data_dir: data_dir.map(|d| d.display().to_string()),
-        location,
-        ..SystemInfo::default()
+/// What every target reads back from its system alike: the kind and version it reports, its
+/// settings, where it keeps its data (when this machine can see it) and where it runs. A tool's
+/// own description adds what only its targets report.
+#[derive(Debug, Clone, Default)]
+pub struct Described {
+    /// Engine family as the system reported it (`postgres`, `valkey`, `opensearch`).
+    pub kind: String,
+    pub version: String,
+    /// Settings read back from the system: name → value.
+    pub settings: BTreeMap<String, String>,
+    /// Where the system keeps its data, when this machine can see it: the run measures the
+    /// durable-write floor there.
+    pub data_dir: Option<PathBuf>,
+    /// Where the system runs, as seen from the client.
+    pub location: Location,
+}
+
+impl Described {
+    /// What a report first says of the system: `name`, its redacted URL, and what it reported
+    /// of itself (its settings as the verified ones). The tool adds its labels and notes.
+    pub fn system_info(&self, name: String, url_redacted: &str) -> SystemInfo {
+        SystemInfo {
+            name,
+            kind: self.kind.clone(),
+            url_redacted: url_redacted.to_owned(),
+            version: self.version.clone(),
+            data_dir: self.data_dir.as_ref().map(|d| d.display().to_string()),
+            location: self.location,
+            verified: self.settings.clone(),
+            ..SystemInfo::default()
+        }
     }
 }
 

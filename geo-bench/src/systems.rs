@@ -8,7 +8,6 @@ use anyhow::bail;
 use common::options::TargetSpec;
 use common::progress::Progress;
 use common::results::SystemInfo;
-use common::target::described_system;
 
 use crate::oracle::Oracle;
 use crate::plan::Plan;
@@ -52,25 +51,16 @@ pub async fn connect_all(
         let d = target.describe().await?;
         let name = spec.name.clone().unwrap_or_else(|| d.default_name.clone());
         target.identity_mut().name.clone_from(&name);
-        let mut verified = d.settings.clone();
-        verified.insert("durability".into(), d.durability.clone());
-        let url_redacted = &target.identity().url_redacted;
         let mut info = SystemInfo {
-            verified,
             labels: vec![if d.durable {
                 "durable".into()
             } else {
                 "not durable".into()
             }],
-            ..described_system(
-                name,
-                &d.kind,
-                url_redacted,
-                &d.version,
-                d.data_dir.as_deref(),
-                d.location,
-            )
+            ..d.system.system_info(name, &target.identity().url_redacted)
         };
+        info.verified
+            .insert("durability".into(), d.durability.clone());
         if let Some(tls) = target.tls() {
             tls.record(&mut info);
         }

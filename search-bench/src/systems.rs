@@ -8,7 +8,7 @@ use common::results::{Location, Status, SystemInfo};
 use crate::opts::Opts;
 use crate::session::SearchWorkers;
 use crate::targets::{self, Description, IndexSpec, Reach, Target};
-use common::target::{FromAfar, described_system, note_remote};
+use common::target::{FromAfar, note_remote};
 
 /// One engine as the run sees it.
 pub struct System {
@@ -42,13 +42,9 @@ pub async fn connect_all(
         let mut target = targets::open(spec, &index, reach).await?;
         let description = target.describe().await?;
         let name = spec.name.clone();
-        let mut info = described_system(
-            name.unwrap_or_else(|| description.kind.clone()),
-            &description.kind,
+        let mut info = description.system.system_info(
+            name.unwrap_or_else(|| description.system.kind.clone()),
             &target.identity().url_redacted,
-            &description.version,
-            description.data_dir.as_deref(),
-            description.location,
         );
         if let Some(tls) = &description.tls {
             tls.record(&mut info);
@@ -93,7 +89,7 @@ pub fn notes(opts: &Opts, systems: &[System]) -> Vec<String> {
         "Ingest time runs from the first `_bulk` request until every document is searchable (the final refresh or commit included); the bodies are serialized before the clock starts.".to_owned(),
         "Timed searches ask for exact totals (`track_total_hits: true`), as verified, on every engine.".to_owned(),
     ];
-    let embedded = |s: &&System| s.description.location == Location::Embedded;
+    let embedded = |s: &&System| s.description.system.location == Location::Embedded;
     let (inside, servers): (Vec<&System>, Vec<&System>) = systems.iter().partition(embedded);
     for system in inside.into_iter().chain(servers) {
         for note in &system.description.notes {

@@ -5,7 +5,7 @@
 use anyhow::bail;
 use common::options::{CommonOpts, TargetSpec};
 use common::results::{Location, SystemInfo};
-use common::target::{FromAfar, described_system};
+use common::target::FromAfar;
 
 use crate::durability::{Check, Durability};
 use crate::targets::{self, Reach, Target};
@@ -64,17 +64,9 @@ pub async fn connect_all(
         let identity = target.identity().clone();
         let mut system = Connected {
             target,
-            info: SystemInfo {
-                verified: description.settings.clone(),
-                ..described_system(
-                    identity.name.clone(),
-                    &description.kind,
-                    &identity.url_redacted,
-                    &description.version,
-                    description.data_dir.as_deref(),
-                    description.location,
-                )
-            },
+            info: description
+                .system
+                .system_info(identity.name.clone(), &identity.url_redacted),
             refused: None,
             settings_checks: description.settings_checks.clone(),
         };

@@ -14,7 +14,6 @@ use common::results::{Cell, Location, Status, SystemInfo};
 use common::run::Recording;
 use common::scale::Worker;
 use common::servercpu::ServerProcess;
-use common::target::described_system;
 use serde_json::{Value, json};
 
 use crate::dataset::Dataset;
@@ -68,17 +67,7 @@ pub async fn connect_all(
         let mut target = targets::open(spec, reach, bounds).await?;
         let description = target.describe().await?;
         let identity = target.identity();
-        let mut info = SystemInfo {
-            verified: description.settings,
-            ..described_system(
-                identity.name.clone(),
-                &identity.kind,
-                &identity.url_redacted,
-                &description.version,
-                description.data_dir.as_deref(),
-                description.location,
-            )
-        };
+        let mut info = description.system_info(identity.name.clone(), &identity.url_redacted);
         if let Some(tls) = target.tls() {
             tls.record(&mut info);
         }

@@ -8,14 +8,12 @@ pub mod redis;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
-use common::results::Location;
 pub use common::target::{
-    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+    Described, Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
 };
 
 use crate::events::Event;
@@ -24,18 +22,13 @@ use crate::session::GeoWorkers;
 /// What a system reported about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Description {
-    /// Engine family (`sqlite`, `postgis`, `redis`, `valkey`).
-    pub kind: String,
-    pub version: String,
-    /// Settings read back from the system: name → value.
-    pub settings: BTreeMap<String, String>,
+    /// Engine family (`sqlite`, `postgis`, `redis`, `valkey`), version, settings, where it
+    /// keeps its data and where it runs.
+    pub system: Described,
     /// Whether an acknowledged write has been synced to disk.
     pub durable: bool,
     /// The durability it runs with, in words, as its cells are labelled.
     pub durability: String,
-    pub data_dir: Option<PathBuf>,
-    /// Where the system runs, as seen from the client.
-    pub location: Location,
     /// Set when the system does not run as its URL asked (a `durable` target whose
     /// `appendfsync` is not `always`): the system is refused, not measured.
     pub refusal: Option<String>,

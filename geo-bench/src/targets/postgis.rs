@@ -17,7 +17,7 @@ use common::results::Location;
 use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
-use super::{Description, Identity, Reach, Target, TargetError, TlsState, op_error};
+use super::{Described, Description, Identity, Reach, Target, TargetError, TlsState, op_error};
 use crate::events::Event;
 use crate::queries::Query;
 use crate::session::{GeoSession, GeoWorkers, async_workers};
@@ -242,15 +242,17 @@ impl Target for PostgisTarget {
             }
             let version = full.split(" on ").next().unwrap_or(&full).to_owned();
             Ok(Description {
+                system: Described {
+                    kind: "postgis".into(),
+                    version: format!("{version}, PostGIS {}", postgis.as_deref().unwrap_or("(absent)")),
+                    settings,
+                    data_dir,
+                    location: self.link.location(),
+                },
                 default_name: "postgis".into(),
                 notes: Vec::new(),
-                kind: "postgis".into(),
-                version: format!("{version}, PostGIS {}", postgis.as_deref().unwrap_or("(absent)")),
-                settings,
                 durable,
                 durability,
-                data_dir,
-                location: self.link.location(),
                 refusal,
                 method: vec![
                     "a batch is one INSERT … SELECT FROM unnest(arrays) statement: one commit".into(),

@@ -21,8 +21,8 @@ use geo::{Contains, Point};
 use common::tls::{Endpoint, Negotiated};
 
 use super::{
-    Description, Identity, Reach, Target, TargetError, TlsState, is_local_host, location_of_host,
-    op_error,
+    Described, Description, Identity, Reach, Target, TargetError, TlsState, is_local_host,
+    location_of_host, op_error,
 };
 use crate::events::{EVENT_BYTES, Event, METRES_PER_DEGREE, parse_hex_id, write_hex_id};
 use crate::queries::{Query, bounds};
@@ -493,15 +493,17 @@ impl Target for RedisTarget {
                 ),
             ]);
             Ok(Description {
+                system: Described {
+                    kind: kind.into(),
+                    version,
+                    settings,
+                    data_dir: is_local_host(&self.address.host).then(|| PathBuf::from(dir)),
+                    location: location_of_host(&self.address.host),
+                },
                 default_name: format!("{kind}-{mode}"),
                 notes: Vec::new(),
-                kind: kind.into(),
-                version,
-                settings,
                 durable,
                 durability,
-                data_dir: is_local_host(&self.address.host).then(|| PathBuf::from(dir)),
-                location: location_of_host(&self.address.host),
                 refusal,
                 method: vec![
                     "a batch is three pipelined commands: GEOADD of every position, HSET of every 128-byte record by event id, HSET of the latest record by entity id".into(),

@@ -18,7 +18,7 @@ use common::watchdog::Interrupt;
 use geo::{Contains, Distance, Geodesic, Point};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{Description, Identity, Target, TargetError};
+use super::{Described, Description, Identity, Target, TargetError};
 use crate::events::Event;
 use crate::queries::{Query, bounds};
 use crate::session::{BlockingGeoSession, GeoWorkers, blocking_workers};
@@ -270,23 +270,25 @@ impl Target for SqliteTarget {
             let refusal = (rtree != "1")
                 .then(|| "this SQLite was built without R*Tree (ENABLE_RTREE)".to_owned());
             Ok(Description {
+                system: Described {
+                    kind: "sqlite".into(),
+                    version: format!("SQLite {version}"),
+                    settings: BTreeMap::from([
+                        ("journal_mode".to_owned(), journal_mode.clone()),
+                        ("synchronous".to_owned(), synchronous.clone()),
+                        ("writers".to_owned(), "one at a time, queued in-process".to_owned()),
+                    ]),
+                    data_dir: self.path.parent().map(Path::to_path_buf),
+                    location: Location::Embedded,
+                },
                 default_name: "sqlite".into(),
                 notes: vec!["SQLite runs inside the client process: no network and no protocol, and its writers queue on an in-process lock (one writer at a time).".into()],
-                kind: "sqlite".into(),
-                version: format!("SQLite {version}"),
-                settings: BTreeMap::from([
-                    ("journal_mode".to_owned(), journal_mode.clone()),
-                    ("synchronous".to_owned(), synchronous.clone()),
-                    ("writers".to_owned(), "one at a time, queued in-process".to_owned()),
-                ]),
                 durable,
                 durability: if durable {
                     "durable: WAL, synchronous=FULL (fsync before each commit returns)".into()
                 } else {
                     format!("not durable per commit: journal_mode={journal_mode}, synchronous={synchronous}")
                 },
-                data_dir: self.path.parent().map(Path::to_path_buf),
-                location: Location::Embedded,
                 refusal,
                 method: vec![
                     "an R*Tree bounding-box probe, then exact filtering in-process: geodesic distance (WGS84) for radius, point in polygon (planar lon/lat) for polygons".into(),

@@ -7,15 +7,13 @@ pub mod elastic;
 pub mod tantivy;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use bytes::Bytes;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
-use common::results::Location;
 pub use common::target::{
-    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+    Described, Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
 };
 
 use crate::answer::Answer;
@@ -25,18 +23,14 @@ use crate::session::{IngestWorkers, SearchWorkers};
 /// What an engine reported about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Description {
-    /// `opensearch`, `elasticsearch`, `tantivy`.
-    pub kind: String,
-    /// As the engine reported it (`GET /`, the library's own version constant).
-    pub version: String,
+    /// `opensearch`, `elasticsearch`, `tantivy`; the version as the engine reported it (`GET /`,
+    /// the library's own version constant); where it runs; where it keeps its index on this
+    /// machine, when it can tell (the run measures the durable-write floor there). Settings are
+    /// read back when the index is created.
+    pub system: Described,
     /// The process serving the index, when it runs on this machine: its CPU time is read
     /// around every window. `None` for an embedded engine (its CPU is the client's).
     pub server_pid: Option<u32>,
-    /// Where the engine runs, as seen from search-bench.
-    pub location: Location,
-    /// Where it keeps its index on this machine, when it can tell: the run measures the
-    /// durable-write floor there.
-    pub data_dir: Option<PathBuf>,
     /// What a reader of the report must know about how this engine was measured.
     pub notes: Vec<String>,
     /// The TLS of its connections; `None` for an embedded engine.

@@ -22,7 +22,7 @@ use tantivy::schema::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Term};
 
-use super::{Description, Identity, IndexSpec, Target, TargetError, foreign, op_error};
+use super::{Described, Description, Identity, IndexSpec, Target, TargetError, foreign, op_error};
 use crate::answer::{Answer, parse_buckets};
 use crate::corpus::Bulk;
 use crate::queries::{Query, QueryKind, QuerySet, TOP_K, aggregations};
@@ -227,12 +227,15 @@ impl Target for TantivyTarget {
     fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
         Box::pin(async move {
             Ok(Description {
-                kind: "tantivy".into(),
-                // "tantivy v0.27.0, index_format v7" → "tantivy 0.27.0, index_format v7".
-                version: tantivy::version_string().replacen("tantivy v", "tantivy ", 1),
+                system: Described {
+                    kind: "tantivy".into(),
+                    // "tantivy v0.27.0, index_format v7" → "tantivy 0.27.0, index_format v7".
+                    version: tantivy::version_string().replacen("tantivy v", "tantivy ", 1),
+                    location: Location::Embedded,
+                    data_dir: self.floor_dir(),
+                    ..Described::default()
+                },
                 server_pid: None,
-                location: Location::Embedded,
-                data_dir: self.floor_dir(),
                 notes: vec!["tantivy runs inside search-bench: no network, no HTTP and no JSON parsing on its search path (its `_bulk` bodies are parsed), so its client CPU is the engine's own.".into()],
                 tls: None,
             })
@@ -554,9 +557,9 @@ mod tests {
         };
         let mut engine = TantivyTarget::open(&spec, &index, dir.path()).unwrap();
         let description = engine.describe().await.unwrap();
-        assert_eq!(description.location, Location::Embedded);
+        assert_eq!(description.system.location, Location::Embedded);
         assert_eq!(
-            description.data_dir.as_deref(),
+            description.system.data_dir.as_deref(),
             Some(dir.path()),
             "the index is made in the results folder"
         );

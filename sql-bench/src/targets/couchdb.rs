@@ -21,8 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_url,
-    op_error, split_authority,
+    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -475,11 +475,13 @@ impl Target for CouchTarget {
             settings.insert("write_durability".into(), guarantee);
             settings.insert("server".into(), kind.into());
             Ok(Description {
-                kind: kind.into(),
-                version,
-                settings,
-                data_dir: None,
-                location: location_of_url(&self.identity.url_redacted),
+                system: Described {
+                    kind: kind.into(),
+                    version,
+                    settings,
+                    data_dir: None,
+                    location: location_of_url(&self.identity.url_redacted),
+                },
                 mismatches,
                 settings_checks: None,
             })

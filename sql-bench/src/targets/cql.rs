@@ -29,8 +29,8 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_url,
-    op_error, split_authority,
+    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -472,11 +472,13 @@ impl Target for CqlTarget {
                 },
             );
             Ok(Description {
-                kind,
-                version,
-                settings,
-                data_dir: None,
-                location: location_of_url(&self.identity.url_redacted),
+                system: Described {
+                    kind,
+                    version,
+                    settings,
+                    data_dir: None,
+                    location: location_of_url(&self.identity.url_redacted),
+                },
                 mismatches,
                 settings_checks: None,
             })

@@ -12,14 +12,13 @@ pub mod sqlite;
 pub mod ycsb;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
 use common::results::Location;
 pub use common::target::{
-    Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+    Described, Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
 };
 
 use crate::durability::{Check, Durability};
@@ -31,15 +30,7 @@ pub use ycsb::YcsbTarget;
 /// What a system reported about itself, and how it compares with the durability asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Description {
-    pub kind: String,
-    pub version: String,
-    /// Settings read from the system: name → value.
-    pub settings: BTreeMap<String, String>,
-    /// Where the data lives, when this machine can see it (its durable-write floor is
-    /// measured there).
-    pub data_dir: Option<PathBuf>,
-    /// Where the system runs, as seen from the client.
-    pub location: Location,
+    pub system: Described,
     /// Each setting that does not give the asked-for durability, as `setting=value (needs …)`.
     pub mismatches: Vec<String>,
     /// For an engine whose cluster it can read ([`Target::read_cluster`]): every check of its

@@ -21,7 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host, op_error,
+    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host,
+    op_error,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -396,11 +397,13 @@ impl Target for MongoTarget {
             self.options.write_concern = Some(requirement(durability).write_concern);
             self.client = open_client(self.options.clone(), &self.identity).await?;
             Ok(Description {
-                kind: kind.into(),
-                version,
-                settings,
-                data_dir: None,
-                location: self.location(),
+                system: Described {
+                    kind: kind.into(),
+                    version,
+                    settings,
+                    data_dir: None,
+                    location: self.location(),
+                },
                 mismatches,
                 settings_checks: None,
             })

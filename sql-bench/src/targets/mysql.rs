@@ -22,8 +22,8 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Description, Identity, KvTable, Reach, Target, TargetError, TlsState, location_of_host,
-    op_error,
+    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    location_of_host, op_error,
 };
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
@@ -227,11 +227,13 @@ impl Target for MysqlTarget {
                 _ => format!("MySQL {version}"),
             };
             Ok(Description {
-                kind: kind.into(),
-                version: pretty,
-                settings,
-                data_dir,
-                location,
+                system: Described {
+                    kind: kind.into(),
+                    version: pretty,
+                    settings,
+                    data_dir,
+                    location,
+                },
                 mismatches,
                 settings_checks: Some(checks),
             })

@@ -19,7 +19,9 @@ mod cockroach;
 mod docs;
 mod ycsb;
 
-use super::{Description, Identity, KvTable, Reach, Target, TargetError, TlsState, op_error};
+use super::{
+    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState, op_error,
+};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
@@ -146,11 +148,13 @@ impl Target for PostgresTarget {
                 "postgres"
             };
             Ok(Description {
-                kind: kind.into(),
-                version,
-                settings,
-                data_dir,
-                location: self.location(),
+                system: Described {
+                    kind: kind.into(),
+                    version,
+                    settings,
+                    data_dir,
+                    location: self.location(),
+                },
                 mismatches,
                 // Only PostgreSQL's own cluster is read (CockroachDB's replicas are its ranges).
                 settings_checks: (kind == "postgres").then_some(checks),

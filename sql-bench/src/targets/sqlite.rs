@@ -18,7 +18,7 @@ use rusqlite::{Connection, params};
 mod docs;
 mod ycsb;
 
-use super::{Description, Identity, KvTable, Target, TargetError};
+use super::{Described, Description, Identity, KvTable, Target, TargetError};
 use crate::durability::Durability;
 use crate::query::{Collection, CollectionState, DocSession};
 use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
@@ -168,11 +168,13 @@ impl Target for SqliteTarget {
                 ),
             ]);
             Ok(Description {
-                kind: "sqlite".into(),
-                version: format!("SQLite {version}"),
-                settings,
-                data_dir: Some(self.folder()),
-                location: Location::Embedded,
+                system: Described {
+                    kind: "sqlite".into(),
+                    version: format!("SQLite {version}"),
+                    settings,
+                    data_dir: Some(self.folder()),
+                    location: Location::Embedded,
+                },
                 mismatches,
                 settings_checks: None,
             })

@@ -11,7 +11,6 @@ pub mod qdrant_edge;
 pub mod usearch;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -19,8 +18,7 @@ use std::time::Duration;
 use common::deadline::Deadline;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
-use common::results::Location;
-pub use common::target::{Identified, Identity, TargetError, location_of_host};
+pub use common::target::{Described, Identified, Identity, TargetError, location_of_host};
 use serde::Serialize;
 
 use crate::dataset::Dataset;
@@ -91,19 +89,6 @@ pub fn host_of(authority: &str) -> &str {
     }
 }
 
-/// What a system reported about itself.
-#[derive(Debug, Clone, Default)]
-pub struct Description {
-    pub version: String,
-    /// Settings read from the system: name → value.
-    pub settings: BTreeMap<String, String>,
-    /// Where the system runs, as seen from the client.
-    pub location: Location,
-    /// Where a local server keeps its data, when it says so: its durable-write floor is
-    /// measured there.
-    pub data_dir: Option<PathBuf>,
-}
-
 /// What building an index cost, and what the times include.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct BuildReport {
@@ -158,8 +143,8 @@ impl BuildProgress {
 
 /// The control path of a system: everything but the measured searches.
 pub trait VectorTarget: Identified + Send {
-    /// Version and settings, read from the system itself.
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>>;
+    /// Version and settings, read from the system itself, under the target's own kind.
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>>;
 
     /// What its connections use for TLS, for a target reached over the network (recorded with
     /// the system: version, cipher, verification).
@@ -296,6 +281,7 @@ fn open_qdrant_edge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::results::Location;
 
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {

@@ -24,7 +24,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement};
 
 use super::{
-    BuildProgress, BuildReport, Description, Identity, Mode, Opened, Reach, TargetError, TlsState,
+    BuildProgress, BuildReport, Described, Identity, Mode, Opened, Reach, TargetError, TlsState,
     VectorTarget, check_dimensions,
 };
 use crate::dataset::{Dataset, Metric};
@@ -249,7 +249,7 @@ impl VectorTarget for PgvectorTarget {
         Some(self.link.tls_state())
     }
 
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>> {
         Box::pin(async move {
             let version = self.one("SELECT version()").await?.unwrap_or_default();
             let Some(extension) = self
@@ -283,7 +283,8 @@ impl VectorTarget for PgvectorTarget {
                 .await?;
             let location = self.link.location();
             let short = version.split(" on ").next().unwrap_or(&version).to_owned();
-            Ok(Description {
+            Ok(Described {
+                kind: self.identity.kind.clone(),
                 version: format!("{short}, pgvector {extension}"),
                 settings,
                 location,

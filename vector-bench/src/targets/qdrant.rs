@@ -42,8 +42,8 @@ use qdrant_client::qdrant::{
 };
 
 use super::{
-    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Description, Identity, Mode,
-    Opened, Reach, TargetError, VectorTarget, check_dimensions, host_of, location_of_host,
+    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Described, Identity, Mode, Opened,
+    Reach, TargetError, VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -214,7 +214,7 @@ fn distance(metric: Metric) -> Distance {
 common::identified!(QdrantTarget);
 
 impl VectorTarget for QdrantTarget {
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>> {
         Box::pin(async move {
             let health = self
                 .client
@@ -224,7 +224,8 @@ impl VectorTarget for QdrantTarget {
             // gRPC does not say where the server keeps its data.
             let authority = self.access.url.split_once("://").map_or("", |(_, r)| r);
             let host = host_of(authority);
-            Ok(Description {
+            Ok(Described {
+                kind: self.identity.kind.clone(),
                 version: format!("Qdrant {}", health.version),
                 settings: BTreeMap::new(),
                 location: location_of_host(host),

@@ -34,8 +34,8 @@ use qdrant_edge::{
 };
 
 use super::{
-    BuildProgress, BuildReport, Description, Identity, Mode, Opened, QDRANT_EDGE_LABEL,
-    TargetError, VectorTarget,
+    BuildProgress, BuildReport, Described, Identity, Mode, Opened, QDRANT_EDGE_LABEL, TargetError,
+    VectorTarget,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -243,14 +243,15 @@ fn segment_indexes(dir: &Path) -> String {
 common::identified!(QdrantEdgeTarget);
 
 impl VectorTarget for QdrantEdgeTarget {
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>> {
         Box::pin(async move {
             let mut settings = BTreeMap::new();
             settings.insert("engine".into(), QDRANT_EDGE_LABEL.into());
             settings.insert("kernel".into(), kernel());
             settings.insert("in_process".into(), "true".into());
             settings.insert("build_threads".into(), cores().to_string());
-            Ok(Description {
+            Ok(Described {
+                kind: self.identity.kind.clone(),
                 version: format!(
                     "qdrant-edge {} (Qdrant's engine in process)",
                     env!("QDRANT_EDGE_VERSION")

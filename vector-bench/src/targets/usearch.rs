@@ -13,7 +13,7 @@ use common::results::Location;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind, b1x8};
 
 use super::{
-    BuildProgress, BuildReport, Description, Identity, Mode, Opened, TargetError, VectorTarget,
+    BuildProgress, BuildReport, Described, Identity, Mode, Opened, TargetError, VectorTarget,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -84,7 +84,7 @@ fn cores() -> usize {
 common::identified!(UsearchTarget);
 
 impl VectorTarget for UsearchTarget {
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>> {
         Box::pin(async move {
             let mut settings = BTreeMap::new();
             settings.insert(
@@ -93,7 +93,8 @@ impl VectorTarget for UsearchTarget {
             );
             settings.insert("in_process".into(), "true".into());
             // The index lives in this process: there is no server, disk or host of its own.
-            Ok(Description {
+            Ok(Described {
+                kind: self.identity.kind.clone(),
                 version: format!("usearch {}", usearch::version()),
                 settings,
                 location: Location::Embedded,

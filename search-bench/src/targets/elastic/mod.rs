@@ -29,8 +29,8 @@ use replies::{chain, error_reason, parse_answer, path_from_fs_stats, path_from_s
 use sessions::{BulkClient, SearchClient};
 
 use super::{
-    Description, Identity, IndexSpec, Reach, Target, TargetError, TlsState, foreign, is_local_host,
-    location_of_host,
+    Described, Description, Identity, IndexSpec, Reach, Target, TargetError, TlsState, foreign,
+    is_local_host, location_of_host,
 };
 use crate::answer::Answer;
 use crate::queries::{Query, QuerySet};
@@ -431,11 +431,14 @@ impl Target for ElasticTarget {
                 (None, None)
             };
             Ok(Description {
-                kind: kind.into(),
-                version: format!("{product} {number}"),
+                system: Described {
+                    kind: kind.into(),
+                    version: format!("{product} {number}"),
+                    location: location_of_host(self.host()),
+                    data_dir,
+                    ..Described::default()
+                },
                 server_pid,
-                location: location_of_host(self.host()),
-                data_dir,
                 notes: vec![self.cache_note()],
                 tls: Some(self.tls.clone()),
             })

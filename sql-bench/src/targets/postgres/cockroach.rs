@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{PostgresTarget, message};
 use crate::durability::Durability;
-use crate::targets::{Description, TargetError};
+use crate::targets::{Described, Description, TargetError};
 
 /// A write is acknowledged once a quorum of its range's replicas has it in their synced Raft
 /// logs; on one node that is the local WAL fsync unless syncing is switched off.
@@ -111,11 +111,13 @@ pub(super) async fn describe(
     );
     let mismatches = check(durability, &settings);
     Ok(Description {
-        kind: "cockroachdb".into(),
-        version,
-        settings,
-        data_dir: None,
-        location: target.location(),
+        system: Described {
+            kind: "cockroachdb".into(),
+            version,
+            settings,
+            data_dir: None,
+            location: target.location(),
+        },
         mismatches,
         settings_checks: None,
     })

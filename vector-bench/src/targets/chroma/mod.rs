@@ -39,9 +39,8 @@ mod http;
 use http::{Access, Http, authorization, heartbeat};
 
 use super::{
-    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Description, Identity, Mode,
-    Opened, Reach, TargetError, TlsState, VectorTarget, check_dimensions, host_of,
-    location_of_host,
+    BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Described, Identity, Mode, Opened,
+    Reach, TargetError, TlsState, VectorTarget, check_dimensions, host_of, location_of_host,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -268,7 +267,7 @@ fn ef_collection(spec: &IndexSpec, ef: usize) -> String {
 common::identified!(ChromaTarget);
 
 impl VectorTarget for ChromaTarget {
-    fn describe(&mut self) -> BoxFuture<'_, Result<Description, TargetError>> {
+    fn describe(&mut self) -> BoxFuture<'_, Result<Described, TargetError>> {
         Box::pin(async move {
             let version = self.answer(self.http.ok("GET", "/api/v2/version", None).await)?;
             let checks =
@@ -278,7 +277,8 @@ impl VectorTarget for ChromaTarget {
                 "max_batch_size".into(),
                 checks["max_batch_size"].to_string(),
             );
-            Ok(Description {
+            Ok(Described {
+                kind: self.identity.kind.clone(),
                 version: format!(
                     "Chroma (server API version {})",
                     version.as_str().unwrap_or("unknown")
