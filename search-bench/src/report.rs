@@ -5,7 +5,9 @@
 
 use common::export::ToolReport;
 use common::human::format_latency_ns;
-use common::report::{Table, markdown_frame, shared_tables, system_line, terminal_frame};
+use common::report::{
+    Table, markdown_frame, method_line, shared_tables, system_line, terminal_frame,
+};
 use common::results::{Cell, Report};
 use serde_json::Value;
 
@@ -16,7 +18,12 @@ pub struct SearchReport;
 
 impl ToolReport for SearchReport {
     fn terminal(&self, report: &Report) -> String {
-        let frame = terminal_frame(report, &shared_tables(report), &system_line);
+        let frame = terminal_frame(
+            report,
+            &method_line(report),
+            &shared_tables(report),
+            &system_line,
+        );
         format!("{frame}{}", text(report))
     }
 

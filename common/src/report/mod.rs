@@ -358,17 +358,24 @@ pub fn system_line(system: &SystemInfo) -> String {
 
 /// The terminal summary printed at the end of a run.
 pub fn render_terminal(report: &Report) -> String {
-    terminal_frame(report, &shared_tables(report), &system_line)
+    terminal_frame(
+        report,
+        &method_line(report),
+        &shared_tables(report),
+        &system_line,
+    )
 }
 
-/// A terminal summary: the title and method, `tables`, the cells without a figure, one line
-/// per system (`line`), the environment and the notes. Every tool's summary has this frame.
+/// A terminal summary: the title, `method` (most tools' is [`method_line`]), `tables`, the cells
+/// without a figure, one line per system (`line`), the environment and the notes. Every tool's
+/// summary has this frame.
 pub fn terminal_frame(
     report: &Report,
+    method: &str,
     tables: &[Table],
     line: &dyn Fn(&SystemInfo) -> String,
 ) -> String {
-    let mut out = format!("\n{}\n{}\n", title(report), method_line(report));
+    let mut out = format!("\n{}\n{method}\n", title(report));
     for table in tables {
         out.push('\n');
         out.push_str(&table.to_text());
@@ -397,11 +404,20 @@ pub fn render_markdown(report: &Report) -> String {
 /// systems' evidence, `more` (a tool's own sections, Markdown), the environment and the notes.
 /// Every tool's report has this frame.
 pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
+    let mut out = markdown_head(report, &method_line(report), tables);
+    out.push_str(more);
+    out.push_str(&environment_markdown(report));
+    out.push_str(&notes_markdown(report));
+    out
+}
+
+/// How every `report.md` opens: the title, the run line, `method`, `tables`, the cells without
+/// a figure and the systems' evidence.
+pub fn markdown_head(report: &Report, method: &str, tables: &[Table]) -> String {
     let mut out = format!(
-        "# {}\n\n{}\n\n{}\n\n",
+        "# {}\n\n{}\n\n{method}\n\n",
         title(report),
-        run_line(report),
-        method_line(report)
+        run_line(report)
     );
     for (i, table) in tables.iter().enumerate() {
         if i > 0 {
@@ -412,12 +428,15 @@ pub fn markdown_frame(report: &Report, tables: &[Table], more: &str) -> String {
     out.push_str(&problems_markdown(report));
     out.push('\n');
     out.push_str(&systems_table(report).to_markdown());
-    out.push_str(more);
-    out.push_str("\n**Environment**\n\n");
+    out
+}
+
+/// The environment section of a `report.md`.
+pub fn environment_markdown(report: &Report) -> String {
+    let mut out = "\n**Environment**\n\n".to_owned();
     for line in environment_lines(report) {
         out.push_str(&format!("- {line}\n"));
     }
-    out.push_str(&notes_markdown(report));
     out
 }
 

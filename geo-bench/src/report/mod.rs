@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{Table, judge, markdown_frame, terminal_frame, verdict_tables};
+use common::report::{Table, judge, markdown_frame, method_line, terminal_frame, verdict_tables};
 use common::results::{Cell, Report, Status, SystemInfo};
 use serde_json::json;
 
@@ -255,7 +255,7 @@ fn system_line(s: &SystemInfo) -> String {
 
 /// The terminal summary printed at the end of a run.
 pub fn render_terminal(report: &Report) -> String {
-    terminal_frame(report, &tables(report), &system_line)
+    terminal_frame(report, &method_line(report), &tables(report), &system_line)
 }
 
 /// `report.md`: the same tables, the comparison with the reference, the systems' evidence,

@@ -6,10 +6,10 @@ use serde::Serialize;
 
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate, format_thousands};
-use common::report::{
-    Table, cpu_table, environment_lines, problems_markdown, problems_text, systems_table,
+use common::report::{Table, cpu_table, environment_markdown, markdown_head, terminal_frame};
+use common::results::{
+    Cell, Location, Metric, NoVerdict, Report, Status, SystemInfo, Verdict, VerdictKind,
 };
-use common::results::{Cell, Location, Metric, NoVerdict, Report, Status, Verdict, VerdictKind};
 use common::verdict::{Direction, Judgement, judge_rounds, threshold_of};
 
 use crate::opts::AppOpts;
@@ -346,71 +346,25 @@ fn method_line(report: &Report) -> String {
 }
 
 pub fn render_terminal(report: &Report) -> String {
-    let mut out = format!(
-        "\n{} {} · {}\n{}\n\n",
-        report.tool,
-        report.suite,
-        report.section,
-        method_line(report)
-    );
-    out.push_str(&scenario_table(report).to_text());
-    out.push('\n');
-    out.push_str(&summary_table(report).to_text());
-    if let Some(cpu) = cpu_table(report) {
-        out.push('\n');
-        out.push_str(&cpu.to_text());
-    }
-    out.push_str(&problems_text(report));
-    out.push('\n');
-    for s in &report.systems {
-        out.push_str(&format!("{}: {}\n", s.name, s.version));
-    }
-    for line in environment_lines(report) {
-        out.push_str(&format!("{line}\n"));
-    }
-    for note in &report.notes {
-        out.push_str(&format!("note: {note}\n"));
-    }
-    out
+    let line = |s: &SystemInfo| format!("{}: {}", s.name, s.version);
+    terminal_frame(report, &method_line(report), &tables(report), &line)
 }
 
 pub fn render_markdown(report: &Report) -> String {
-    let mut out = format!(
-        "# {} {} · {}\n\n",
-        report.tool, report.suite, report.section
-    );
-    out.push_str(&format!(
-        "Run `{}`, started {}{}; {} {} (commit {}).\n\n{}\n\n",
-        report.run_id,
-        report.started_at,
-        report
-            .finished_at
-            .as_deref()
-            .map_or(" (not finished)".to_owned(), |f| format!(", finished {f}")),
-        report.tool,
-        report.tool_version,
-        report.git_commit.as_deref().unwrap_or("unknown"),
-        method_line(report)
-    ));
-    out.push_str(&scenario_table(report).to_markdown());
-    out.push('\n');
-    out.push_str(&summary_table(report).to_markdown());
-    if let Some(cpu) = cpu_table(report) {
-        out.push('\n');
-        out.push_str(&cpu.to_markdown());
-    }
-    out.push_str(&problems_markdown(report));
-    out.push('\n');
-    out.push_str(&systems_table(report).to_markdown());
-    out.push_str("\n**Environment**\n\n");
-    for line in environment_lines(report) {
-        out.push_str(&format!("- {line}\n"));
-    }
+    let mut out = markdown_head(report, &method_line(report), &tables(report));
+    out.push_str(&environment_markdown(report));
     out.push_str("\n**What this run does not establish**\n\n");
     for note in &report.notes {
         out.push_str(&format!("- {note}\n"));
     }
     out
+}
+
+/// The scenario table, the summary and, when it was read, the CPU table.
+fn tables(report: &Report) -> Vec<Table> {
+    let mut tables = vec![scenario_table(report), summary_table(report)];
+    tables.extend(cpu_table(report));
+    tables
 }
 
 /// What a reader must know, as seed 003's "what this run does not establish".

@@ -5,7 +5,7 @@
 use common::export::ToolReport;
 use common::human::{format_latency_ns, format_rate};
 use common::report::Table;
-use common::report::{markdown_frame, shared_tables, system_line, terminal_frame};
+use common::report::{markdown_frame, method_line, shared_tables, system_line, terminal_frame};
 use common::results::{Cell, Report, Status};
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ impl ToolReport for YcsbReport {
     fn terminal(&self, report: &Report) -> String {
         let mut tables = shared_tables(report);
         tables.extend(operation_tables(report));
-        terminal_frame(report, &tables, &system_line)
+        terminal_frame(report, &method_line(report), &tables, &system_line)
     }
 
     fn markdown(&self, report: &Report) -> String {
