@@ -41,6 +41,15 @@ pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
         .expect("auto-resizing histograms of equal precision always merge");
 }
 
+/// Adds `from` into `into`, creating it when empty; nothing when there is no `from`.
+pub fn pool(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
+    let Some(from) = from else { return };
+    match into {
+        Some(into) => add(into, from),
+        None => *into = Some(from.clone()),
+    }
+}
+
 /// Serializes a histogram as HdrHistogram's V2 compressed format in base64, the encoding
 /// HdrHistogram's own log tools read.
 pub fn encode_histogram(histogram: &Histogram<u64>) -> String {

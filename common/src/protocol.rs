@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::histogram::pool;
 use crate::human::format_duration;
 use crate::recorder::{encode_histogram, percentiles};
 use crate::results::{Cell, Counts, Status, Throughput};
@@ -389,16 +390,6 @@ fn opened_at_ms(elapsed: Duration) -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     now.saturating_sub(elapsed).as_millis() as u64
-}
-
-fn pool(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
-    let Some(from) = from else { return };
-    match into {
-        Some(into) => into
-            .add(from)
-            .expect("auto-resizing histograms of equal precision always merge"),
-        None => *into = Some(from.clone()),
-    }
 }
 
 #[cfg(test)]

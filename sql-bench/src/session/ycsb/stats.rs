@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use common::histogram::pool;
 use hdrhistogram::Histogram;
 
 /// The operations of YCSB's core workload, in `CoreWorkload`'s order, then fairbench's delete.
@@ -71,17 +72,6 @@ impl KindStats {
             self.first_error.clone_from(&other.first_error);
         }
         pool(&mut self.latency, other.latency.as_ref());
-    }
-}
-
-/// Adds `from` into `into`, creating it when empty.
-pub fn pool(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) {
-    let Some(from) = from else { return };
-    match into {
-        Some(into) => into
-            .add(from)
-            .expect("auto-resizing histograms of equal precision always merge"),
-        None => *into = Some(from.clone()),
     }
 }
 
