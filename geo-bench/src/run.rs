@@ -10,7 +10,6 @@ use common::protocol::{CellBuilder, schedule};
 use common::results::Status;
 use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
 use common::scale::{BarrierError, Worker};
-use common::window::WindowPlan;
 
 use crate::measure::{Shared, Slot, builder, clients, finish_cell, floor_notes, notes, one_window};
 use crate::opts::Opts;
@@ -103,13 +102,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     }
     run.save()?;
     let common = &opts.common;
-    let window_plan = WindowPlan {
-        duration: common.duration,
-        ceiling: common.ceiling,
-        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
-        interrupt: run.interrupt().clone(),
-        progress: run.progress().sender(),
-    };
+    let window_plan = run.window_plan(common, segment, common.rate);
     let mut window_number: u64 = 0;
     for step in schedule(
         plan.workloads.len(),

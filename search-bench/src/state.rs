@@ -142,12 +142,7 @@ impl<'a> State<'a> {
     /// How every query window runs (this worker's share of any --rate).
     pub fn window_plan(&self) -> WindowPlan {
         let common = &self.opts.common;
-        WindowPlan {
-            duration: common.duration,
-            ceiling: common.ceiling,
-            rate_per_s: common.rate.map(|r| self.worker.segment.share_of_rate(r)),
-            interrupt: self.run.interrupt().clone(),
-            progress: self.run.progress().sender(),
-        }
+        self.run
+            .window_plan(common, self.worker.segment, common.rate)
     }
 }

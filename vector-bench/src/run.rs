@@ -13,7 +13,6 @@ use common::progress::Progress;
 use common::results::{DataInfo, Status};
 use common::run::{Begin, Lifecycle, Recording, Summary, Tool};
 use common::scale::{BarrierError, Worker};
-use common::window::WindowPlan;
 use serde_json::json;
 
 use crate::dataset::{self, Dataset};
@@ -85,15 +84,8 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     run.report.worker = worker.info();
     run.save()?;
     let common = &opts.common;
-    let (interrupt, progress) = (run.interrupt().clone(), run.progress().sender());
     let segment = worker.segment;
-    let window = WindowPlan {
-        duration: common.duration,
-        ceiling: common.ceiling,
-        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
-        interrupt,
-        progress,
-    };
+    let window = run.window_plan(common, segment, common.rate);
     let sweep = Sweep {
         common,
         data: &data,

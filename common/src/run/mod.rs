@@ -35,7 +35,8 @@ use crate::export::{ToolReport, exporters};
 use crate::options::CommonOpts;
 use crate::progress::Progress;
 use crate::results::{Cell, DataInfo, Location, Report, SystemInfo, WorkerInfo};
-use crate::scale::{BarrierError, Worker};
+use crate::scale::{BarrierError, Segment, Worker};
+use crate::window::WindowPlan;
 use crate::writer::{ResultsDir, WriteError};
 
 /// Time spent measuring each durable-write floor.
@@ -256,6 +257,24 @@ pub struct Recording {
 impl Recording {
     pub fn progress(&self) -> &Progress {
         &self.progress
+    }
+
+    /// What every worker of a window shares: `common`'s duration and ceiling, this worker's
+    /// `segment` of `rate_per_s` (the open-loop rate of the whole run; `None` is closed loop),
+    /// and this run's interrupt and progress.
+    pub fn window_plan(
+        &self,
+        common: &CommonOpts,
+        segment: Segment,
+        rate_per_s: Option<f64>,
+    ) -> WindowPlan {
+        WindowPlan {
+            duration: common.duration,
+            ceiling: common.ceiling,
+            rate_per_s: rate_per_s.map(|r| segment.share_of_rate(r)),
+            interrupt: self.interrupt.clone(),
+            progress: self.progress.sender(),
+        }
     }
 
     pub fn interrupt(&self) -> &Arc<AtomicBool> {

@@ -11,7 +11,6 @@ use common::results::{Cell, Location, Report, Status};
 use common::run::Recording;
 use common::scale::{Segment, Worker};
 use common::servercpu::ServerProcess;
-use common::window::WindowPlan;
 
 use super::cluster;
 use super::system::{System, tables};
@@ -92,13 +91,7 @@ pub(super) async fn all(
     let common = &opts.common;
     let segment = worker.segment;
     let (_, write_table) = tables(opts);
-    let plan = WindowPlan {
-        duration: common.duration,
-        ceiling: common.ceiling,
-        rate_per_s: common.rate.map(|r| segment.share_of_rate(r)),
-        interrupt: run.interrupt().clone(),
-        progress: run.progress().sender(),
-    };
+    let plan = run.window_plan(common, segment, common.rate);
     let steps = schedule(
         grid.workloads.len(),
         grid.systems.len(),

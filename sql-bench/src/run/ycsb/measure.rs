@@ -14,7 +14,6 @@ use common::results::{Cell, Status};
 use common::run::Recording;
 use common::scale::{Segment, Worker};
 use common::servercpu::ServerProcess;
-use common::window::WindowPlan;
 use serde_json::json;
 
 use super::{Plan, System};
@@ -140,13 +139,7 @@ pub(super) async fn all(
             system.info.name,
             step.round.label(common.warmup, common.rounds)
         );
-        let window_plan = WindowPlan {
-            duration: common.duration,
-            ceiling: common.ceiling,
-            rate_per_s: plan.rates[step.workload].map(|r| segment.share_of_rate(r)),
-            interrupt: run.interrupt().clone(),
-            progress: run.progress().sender(),
-        };
+        let window_plan = run.window_plan(common, segment, plan.rates[step.workload]);
         let connections = segment.share(plan.connections[step.workload].into()) as usize;
         worker.sync(0).await?;
         let mut server_cpu = None;
