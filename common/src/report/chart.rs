@@ -53,6 +53,27 @@ pub fn close(svg: &mut String) {
     svg.push_str("</svg>\n");
 }
 
+/// A system's line through `points` (pixels), 2 px wide in `color`, marked with its
+/// `data-system` (`system` already escaped) for the HTML report's legend; `style` adds
+/// attributes (` stroke-dasharray="5,4"`) or is empty.
+pub fn polyline(
+    svg: &mut String,
+    system: &str,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    color: &str,
+    style: &str,
+) {
+    let points: Vec<String> = points
+        .into_iter()
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let _ = writeln!(
+        svg,
+        r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"{style}/>"#,
+        points.join(" ")
+    );
+}
+
 /// The whole decades (as powers of ten) that hold every value from `lo` to `hi`: at least one.
 pub fn decades(lo: f64, hi: f64) -> (f64, f64) {
     let lo = lo.max(1e-3).log10().floor();

@@ -107,15 +107,8 @@ fn series(
         ""
     };
     let system = escape(&line[0].cell.system);
-    let path: Vec<String> = line
-        .iter()
-        .map(|p| format!("{:.1},{:.1}", scale.x(p.batch), scale.y(p.median)))
-        .collect();
-    let _ = writeln!(
-        svg,
-        r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
-        path.join(" ")
-    );
+    let path = line.iter().map(|p| (scale.x(p.batch), scale.y(p.median)));
+    chart::polyline(svg, &system, path, color, dash);
     for p in line {
         let px = scale.x(p.batch);
         let _ = writeln!(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use common::human::format_rate;
 use common::report::Table;
 use common::report::axis::{Log, compact, legend, open_chart};
-use common::report::chart::{close, escape, system_color};
+use common::report::chart::{close, escape, polyline, system_color};
 use common::results::{Cell, Report};
 use serde_json::Value;
 
@@ -120,15 +120,8 @@ pub fn render_sweep_svg(report: &Report) -> Option<String> {
     for (cell, points) in &sweeps {
         let color = system_color(report, &cell.system);
         let system = escape(&cell.system);
-        let path: Vec<String> = points
-            .iter()
-            .map(|(o, d, _)| format!("{:.1},{:.1}", x.at(*o), y.at(d.max(1.0))))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
+        let path = points.iter().map(|(o, d, _)| (x.at(*o), y.at(d.max(1.0))));
+        polyline(&mut svg, &system, path, color, "");
         for (offered, delivered, step) in points {
             let fill = if step == "ok" { color } else { "white" };
             let _ = writeln!(

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use common::human::format_rate;
 use common::report::axis::open_chart;
-use common::report::chart::{close, decades, escape, system_color};
+use common::report::chart::{close, decades, escape, polyline, system_color};
 use common::results::Report;
 
 use super::{Curve, curves};
@@ -178,16 +178,11 @@ fn chart(report: &Report, family: &str, curves: &[&Curve]) -> String {
     for curve in curves {
         let color = system_color(report, &curve.system);
         let system = escape(&curve.system);
-        let path: Vec<String> = curve
+        let path = curve
             .points
             .iter()
-            .map(|p| format!("{:.1},{:.1}", plot.x(p.recall), plot.y(p.qps)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline data-system="{system}" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
+            .map(|p| (plot.x(p.recall), plot.y(p.qps)));
+        polyline(&mut svg, &system, path, color, "");
         for p in &curve.points {
             let (px, py) = (plot.x(p.recall), plot.y(p.qps));
             let _ = writeln!(

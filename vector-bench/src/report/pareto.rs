@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use common::human::format_rate;
-use common::report::chart::{close, escape, system_color};
+use common::report::chart::{close, escape, polyline, system_color};
 use common::results::{Cell, Report, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -196,19 +196,11 @@ fn chart(report: &Report, view: &ParetoView) -> String {
                 p.ef
             );
         }
-        let path: Vec<String> = system
-            .front
-            .iter()
-            .map(|j| {
-                let p = &system.points[*j];
-                format!("{:.1},{:.1}", plot.x(p.recall), plot.y(p.qps))
-            })
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline data-system="{name}" points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
+        let path = system.front.iter().map(|j| {
+            let p = &system.points[*j];
+            (plot.x(p.recall), plot.y(p.qps))
+        });
+        polyline(&mut svg, &name, path, color, "");
         legend.push((system.system.as_str(), color));
     }
     plot.legend(&mut svg, &legend);
