@@ -6,6 +6,7 @@ mod support;
 
 use common::exit::Exit;
 use common::results::{Location, Status};
+use common::testing::assert_verified;
 use support::*;
 
 fn pgvector_url() -> Option<String> {
@@ -41,8 +42,7 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         return;
     };
     let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
-    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let (_dir, out, cache) = run_folders();
     let pg_target = format!("pgvector={pg}");
     let chroma_target = format!("chroma={chroma}");
     let mut pid_args = Vec::new();
@@ -92,19 +92,24 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         "{}",
         pg.version
     );
-    assert_eq!(pg.verified["f32.m"], "16");
-    assert_eq!(pg.verified["f32.ef_construction"], "200");
-    assert_eq!(pg.verified["f32.rows"], "2000");
-    assert!(
-        pg.verified["f32.payload_index"].contains("(category)"),
-        "{:?}",
-        pg.verified
+    assert_verified(
+        pg,
+        &[
+            ("f32.m", "16"),
+            ("f32.ef_construction", "200"),
+            ("f32.rows", "2000"),
+        ],
     );
-    assert!(
-        pg.verified["f32.plan"].contains("Index Scan"),
-        "{:?}",
-        pg.verified
-    );
+    for (setting, part) in [
+        ("f32.payload_index", "(category)"),
+        ("f32.plan", "Index Scan"),
+    ] {
+        assert!(
+            pg.verified[setting].contains(part),
+            "{setting}: {:?}",
+            pg.verified
+        );
+    }
     // A local server's durable-write floor is measured in its own data directory, when it says
     // where that is (pgvector to a role that may read data_directory); Chroma does not say.
     assert_eq!(pg.location, Location::Local);
@@ -120,10 +125,15 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         (ch.location, ch.data_dir.as_deref()),
         (Location::Local, None)
     );
-    assert_eq!(ch.verified["f32.m"], "16");
-    assert_eq!(ch.verified["f32.ef_construction"], "200");
-    assert_eq!(ch.verified["f32.rows"], "2000");
-    assert_eq!(ch.verified["f32.space"], "cosine");
+    assert_verified(
+        ch,
+        &[
+            ("f32.m", "16"),
+            ("f32.ef_construction", "200"),
+            ("f32.rows", "2000"),
+            ("f32.space", "cosine"),
+        ],
+    );
     for system in ["usearch", "pgvector", "chroma"] {
         for workload in [
             "f32 · unfiltered · k 10 · ef 48",
@@ -202,8 +212,7 @@ fn an_existing_collection_of_another_dimension_is_refused_in_one_line() {
         return;
     };
     let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
+    let (dir, _, cache) = run_folders();
     for target in [format!("pgvector={pg}"), format!("chroma={chroma}")] {
         let quick = |dims: &'static str, out: &std::path::Path, keep: bool| {
             let mut extra = vec![
@@ -254,8 +263,7 @@ fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
         return;
     };
     let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
-    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let (_dir, out, cache) = run_folders();
     let target = format!("chroma={chroma}");
     let extra = with_small(&[
         "--target",
@@ -317,8 +325,7 @@ fn a_pgvector_build_stopped_at_its_bound_is_cancelled_on_the_server() {
         return;
     };
     let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
-    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let (_dir, out, cache) = run_folders();
     let target = format!("pgvector={pg}");
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let poller = {
@@ -399,8 +406,7 @@ fn qdrant_builds_verifies_and_answers_when_a_server_is_given() {
         return;
     };
     let url = url.replacen("http://", "qdrant://", 1);
-    let dir = tempfile::tempdir().unwrap();
-    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    let (_dir, out, cache) = run_folders();
     let target = format!("qdrant={url}");
     let summary = run(&args(
         &out,

@@ -25,7 +25,8 @@ pub use order::assert_systems_alternate;
 #[cfg(feature = "schema")]
 pub use outcome::assert_all_ok;
 pub use outcome::{
-    assert_every_cell_labelled, assert_exited_ok, assert_refused, system_names, without_tls,
+    assert_every_cell_labelled, assert_exited_ok, assert_refused, assert_verified, system_names,
+    without_tls,
 };
 
 use std::future::Future;

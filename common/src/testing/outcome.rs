@@ -1,11 +1,12 @@
 //! What a server test asserts of a run's outcome: a run that measured every cell (and wrote
 //! results that match the schema), a run refused in one line before anything was made, the
-//! label every cell of a run carries, and a child process that exited 0.
+//! settings a system read back, the label every cell of a run carries, and a child process
+//! that exited 0.
 
 use std::path::Path;
 use std::process::Output;
 
-use crate::results::Report;
+use crate::results::{Report, SystemInfo};
 
 /// Fails the test unless the run measured every cell (exit 0; the cells are shown
 /// otherwise) and `dir`'s `results.json` validates against the schema.
@@ -34,6 +35,20 @@ pub fn assert_refused<T>(ran: anyhow::Result<T>, out: &Path) -> String {
     assert!(!error.contains('\n'), "one line: {error}");
     assert!(!out.exists(), "nothing made for a refused run");
     error
+}
+
+/// Fails the test unless `system` read back each setting of `expected` (setting, value) with
+/// that value, naming the setting and showing every one it read.
+pub fn assert_verified(system: &SystemInfo, expected: &[(&str, &str)]) {
+    for &(setting, value) in expected {
+        assert_eq!(
+            system.verified.get(setting).map(String::as_str),
+            Some(value),
+            "{}: {setting} in {:?}",
+            system.name,
+            system.verified
+        );
+    }
 }
 
 /// Fails the test unless `report` has cells and every one carries `label`.

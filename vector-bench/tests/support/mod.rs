@@ -1,5 +1,6 @@
 //! What the integration tests share: the servers the test command started, a lock so tests
-//! that use the same server do not run at once, and running vector-bench in-process.
+//! that use the same server do not run at once, running vector-bench in-process, and the
+//! folders a run writes to.
 
 #![allow(dead_code)]
 
@@ -19,6 +20,14 @@ pub const QUICK: &str = "--rows 3000 --dims 32 --clusters 16 --queries 60 --ef 1
 pub fn args<'a>(output: &'a Path, cache: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let prefix = ["--cache-dir", cache.to_str().expect("a UTF-8 path")];
     common::testing::quick_args(&prefix, output, &common::testing::words(QUICK), extra)
+}
+
+/// A folder of the test's own (removed when it goes), and in it where the run writes its
+/// results and where the dataset is cached (neither made yet).
+pub fn run_folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, cache) = (dir.path().join("run"), dir.path().join("cache"));
+    (dir, out, cache)
 }
 
 pub fn data_dir() -> PathBuf {
