@@ -13,8 +13,9 @@ use std::sync::atomic::AtomicBool;
 use common::results::{Report, Status};
 use common::testing::workers::{
     assert_exact_sum, assert_interrupted_and_unmerged, assert_stopped_and_unmerged, in_threads,
-    interrupt_once_measured, merge_in_process,
+    merge_in_process, with_one_interrupted,
 };
+use geo_bench::report::GeoReport;
 use support::*;
 
 /// Runs workers `indexes` of `count` in threads of their own, `rounds` measured rounds each,
@@ -80,7 +81,7 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
     // acknowledgements: equal, or the cell would be invalid. Every key exactly once.
     let insert = cell(&reports[0], "insert b10 c4");
     assert_eq!(insert.status, Status::Ok, "{:?}", insert.reason);
-    let (merged_dir, merged) = merge_in_process(&parts, "geo-bench", &geo_bench::report::GeoReport);
+    let (merged_dir, merged) = merge_in_process(&parts, "geo-bench", &GeoReport);
     assert_matches_schema(&merged_dir);
     assert_eq!(merged.workers.len(), 2);
     assert!(merged.worker.is_none());
@@ -98,13 +99,7 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
     let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &redis, (3, &[0, 1]), 3, &[]);
-    assert_stopped_and_unmerged(
-        &parts,
-        "worker(s) 2",
-        3,
-        "geo-bench",
-        &geo_bench::report::GeoReport,
-    );
+    assert_stopped_and_unmerged(&parts, "worker(s) 2", 3, "geo-bench", &GeoReport);
 }
 
 /// Worker 1 is interrupted once it has measured a round of inserts (whose windows have a
@@ -117,12 +112,8 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
-    let watcher = interrupt_once_measured(dir.path(), 1, "insert b10 c4", flags[1].clone());
-    let parts = workers(dir.path(), &redis, (2, &[0, 1]), 40, &flags);
-    let seen = watcher
-        .join()
-        .unwrap()
-        .expect("worker 1 measured a round of inserts");
-    assert_interrupted_and_unmerged(&parts, &seen, "geo-bench", &geo_bench::report::GeoReport);
+    let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), "insert b10 c4", |flags| {
+        workers(dir.path(), &redis, (2, &[0, 1]), 40, flags)
+    });
+    assert_interrupted_and_unmerged(&parts, &seen, "geo-bench", &GeoReport);
 }

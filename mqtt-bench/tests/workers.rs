@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use common::results::{Cell, Report, Status};
 use common::testing::workers::{
     assert_exact_sum, assert_interrupted_and_unmerged, assert_stopped_and_unmerged, in_threads,
-    interrupt_once_measured, merge_in_process,
+    merge_in_process, with_one_interrupted,
 };
 use support::*;
 
@@ -153,19 +153,15 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
     let watched = "many-to-many 4×4 over 4 topics, qos0";
-    let watcher = interrupt_once_measured(dir.path(), 1, watched, flags[1].clone());
-    let parts = workers(
-        dir.path(),
-        &broker,
-        (2, &[0, 1]),
-        ("many-to-many", 40),
-        &flags,
-    );
-    let seen = watcher
-        .join()
-        .unwrap()
-        .expect("worker 1 measured a round of many-to-many");
+    let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), watched, |flags| {
+        workers(
+            dir.path(),
+            &broker,
+            (2, &[0, 1]),
+            ("many-to-many", 40),
+            flags,
+        )
+    });
     assert_interrupted_and_unmerged(&parts, &seen, "mqtt-bench", &mqtt_bench::report::MqttReport);
 }

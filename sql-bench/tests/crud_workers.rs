@@ -5,12 +5,7 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use common::testing::workers::{
-    assert_interrupted_and_unmerged, in_threads, interrupt_once_measured,
-};
+use common::testing::workers::{assert_interrupted_and_unmerged, in_threads, with_one_interrupted};
 use support::*;
 
 /// Worker 1 is interrupted once it has measured a round of the write workload (whose windows
@@ -23,22 +18,18 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
-    let watcher = interrupt_once_measured(dir.path(), 1, "write 2c", flags[1].clone());
     let settings = format!(
         "--target {pg} --workloads write-2c,read-2c --warmup 1 --rounds 40 --duration 200ms \
          --barrier-timeout 20s"
     );
-    let parts = in_threads(
-        dir.path(),
-        (2, &[0, 1]),
-        "crud-test-1",
-        &settings,
-        |i, out, a| run_with(&args("crud", out, a), flags[i as usize].clone()),
-    );
-    let seen = watcher
-        .join()
-        .unwrap()
-        .expect("worker 1 measured a round of write 2c");
+    let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), "write 2c", |flags| {
+        in_threads(
+            dir.path(),
+            (2, &[0, 1]),
+            "crud-test-1",
+            &settings,
+            |i, out, a| run_with(&args("crud", out, a), flags[i as usize].clone()),
+        )
+    });
     assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
 }

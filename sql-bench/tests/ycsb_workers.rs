@@ -16,7 +16,7 @@ use common::histogram::{add, decode_histogram, new_histogram};
 use common::results::{Cell, Report, Status};
 use common::testing::workers::{
     assert_exact_sum, assert_interrupted_and_unmerged, assert_opened_together, in_threads,
-    interrupt_once_measured, merge_in_process,
+    merge_in_process, with_one_interrupted,
 };
 use serde_json::Value;
 use support::*;
@@ -184,8 +184,6 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
     };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::default()).collect();
-    let watcher = interrupt_once_measured(dir.path(), 1, "c", flags[1].clone());
     let settings = [
         ["--workload", "c"],
         ["--records", "1000"],
@@ -193,10 +191,8 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
         ["--rounds", "40"],
         ["--duration", "200ms"],
     ];
-    let parts = workers(dir.path(), &pg, &flags, settings.as_flattened());
-    let seen = watcher
-        .join()
-        .unwrap()
-        .expect("worker 1 measured a round of c");
+    let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), "c", |flags| {
+        workers(dir.path(), &pg, flags, settings.as_flattened())
+    });
     assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
 }

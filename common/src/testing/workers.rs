@@ -3,7 +3,7 @@
 //! merged cell is the exact sum of the parts' same cell, that a run whose worker never came
 //! stopped every other with the barrier's error and merges into nothing, and that a worker
 //! interrupted (Ctrl-C) stopped every worker at the next meeting as an interrupted run
-//! ([`interrupt_once_measured`], [`assert_interrupted_and_unmerged`]).
+//! ([`with_one_interrupted`], [`assert_interrupted_and_unmerged`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -208,7 +208,7 @@ fn measured_rounds(report: &Report, workload: &str) -> usize {
 /// Ctrl-C on worker `worker` (its `flag`), from a thread of its own, once its results.json in
 /// `root/worker-INDEX` shows a measured round of `workload` (at most 60 s): what the results
 /// said then, or `None` when they never showed one.
-pub fn interrupt_once_measured(
+fn interrupt_once_measured(
     root: &Path,
     worker: u32,
     workload: &str,
@@ -242,6 +242,27 @@ pub fn interrupt_once_measured(
         }
         None
     })
+}
+
+/// Runs the workers of one run (`run`, given each worker's interrupt flag, `count` of them,
+/// worker `i` at `i`), interrupting worker `worker` once its results in `root/worker-INDEX`
+/// show a measured round of `workload` ([`interrupt_once_measured`]): what `run` returned,
+/// and what the test saw when it interrupted. Fails the test when the worker never measured
+/// a round.
+pub fn with_one_interrupted<P>(
+    root: &Path,
+    (count, worker): (usize, u32),
+    workload: &str,
+    run: impl FnOnce(&[Arc<AtomicBool>]) -> P,
+) -> (P, Interruption) {
+    let flags: Vec<Arc<AtomicBool>> = (0..count).map(|_| Arc::default()).collect();
+    let watcher = interrupt_once_measured(root, worker, workload, flags[worker as usize].clone());
+    let parts = run(&flags);
+    let seen = watcher
+        .join()
+        .unwrap()
+        .unwrap_or_else(|| panic!("worker {worker} measured no round of {workload}"));
+    (parts, seen)
 }
 
 /// Every worker of `parts` (folder, result) stopped at the same meeting, at most two past the
