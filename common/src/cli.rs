@@ -214,11 +214,17 @@ where
     }
 }
 
-/// `command` with `examples` ending its `--help`, after whatever note it ends with already.
+/// `command` with `examples` ending its `--help`, after whatever note it ends with already, and
+/// last the example of `compare` every tool has, in the command's name.
 pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Command {
+    let examples = format!(
+        "{examples}\n  {} compare results/before results/after --fail-on regression\n      \
+         every cell of two runs side by side; exit 1 when one got slower (see compare --help)",
+        command.get_name()
+    );
     let text = match command.get_after_help() {
         Some(note) => format!("{note}\n\n{examples}"),
-        None => examples.to_owned(),
+        None => examples,
     };
     command.after_help(text)
 }
@@ -376,6 +382,12 @@ mod tests {
         let help = more.render_long_help().to_string();
         assert!(
             help.contains("geo-bench --rounds 3\n\nExamples:\n  geo-bench"),
+            "{help}"
+        );
+        assert!(
+            help.contains(
+                "  geo-bench\n  geo-bench compare results/before results/after --fail-on regression\n"
+            ),
             "{help}"
         );
         let compare = command

@@ -22,14 +22,12 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::{Family, Opts};
 
-/// What ends `geo-bench --help`.
+/// What ends `geo-bench --help`, before the `compare` example every tool's help ends with.
 pub const EXAMPLES: &str = "Examples:
   geo-bench
       the ArcherDB batch-size curve and the query table on an embedded SQLite R*Tree
   geo-bench --target sqlite --target postgres://fairbench@127.0.0.1:5432/geo --workloads insert
-      the insert curve on SQLite and PostGIS, interleaved in one measurement round
-  geo-bench compare results/before results/after --fail-on regression
-      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+      the insert curve on SQLite and PostGIS, interleaved in one measurement round";
 
 /// Runs geo-bench on a runtime of its own; Ctrl-C stops it cleanly.
 pub fn run(opts: Opts) -> anyhow::Result<Summary> {

@@ -25,14 +25,12 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::Opts;
 
-/// What ends `mqtt-bench --help`.
+/// What ends `mqtt-bench --help`, before the `compare` example every tool's help ends with.
 pub const EXAMPLES: &str = "Examples:
   mqtt-bench
       every scenario (QoS 1/2 publish, fan-out, QoS 0 delivered rate, latency) on the embedded broker
   mqtt-bench --broker mosquitto=mqtt://127.0.0.1:1883 --broker embedded --scenarios qos1,qos0
-      Mosquitto beside the embedded broker, interleaved in one measurement round
-  mqtt-bench compare results/before results/after --fail-on regression
-      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+      Mosquitto beside the embedded broker, interleaved in one measurement round";
 
 /// What the tooling subcommands render with, and `k8s-manifest`'s check of a worker's
 /// arguments: the run's own checks of worker mode, before anything is sent.

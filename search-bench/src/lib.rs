@@ -26,14 +26,12 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::Opts;
 
-/// What ends `search-bench --help`.
+/// What ends `search-bench --help`, before the `compare` example every tool's help ends with.
 pub const EXAMPLES: &str = "Examples:
   search-bench
       bulk ingest, match, match_phrase, bool and terms aggregation on an embedded tantivy index
   search-bench --target http://127.0.0.1:9200 --target tantivy --docs 100k
-      an Elasticsearch-API server beside tantivy, every answer verified, in one round
-  search-bench compare results/before results/after --fail-on regression
-      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+      an Elasticsearch-API server beside tantivy, every answer verified, in one round";
 
 /// What the tooling subcommands render with, and `k8s-manifest`'s check of a worker's
 /// arguments: the run's own checks of worker mode, before anything is touched.

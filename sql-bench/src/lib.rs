@@ -19,14 +19,12 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::{AppOpts, CrudOpts, Opts, Suite, YcsbOpts};
 
-/// What ends `sql-bench --help`.
+/// What ends `sql-bench --help`, before the `compare` example every tool's help ends with.
 pub const EXAMPLES: &str = "Examples:
   sql-bench crud
       the CRUD suite of the skaidb comparison on an embedded SQLite file (WAL, synchronous=FULL)
   sql-bench app --target postgres://fairbench@127.0.0.1:5432/fairbench --target sqlite
-      the nine application scenarios of the 10-engine comparison on PostgreSQL and SQLite
-  sql-bench compare results/before results/after --fail-on regression
-      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+      the nine application scenarios of the 10-engine comparison on PostgreSQL and SQLite";
 
 /// What ends `sql-bench crud --help`.
 pub const CRUD_EXAMPLES: &str = "Examples:

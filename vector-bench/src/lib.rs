@@ -22,14 +22,12 @@ use std::sync::atomic::AtomicBool;
 pub use common::run::Summary;
 pub use opts::Opts;
 
-/// What ends `vector-bench --help`.
+/// What ends `vector-bench --help`, before the `compare` example every tool's help ends with.
 pub const EXAMPLES: &str = "Examples:
   vector-bench
       recall@10 and QPS per ef of usearch's HNSW over 100,000 generated 768-dim vectors
   vector-bench --rows 20k --dims 128 --target usearch --target pgvector=postgres://fairbench@127.0.0.1:5432/vec
-      usearch and pgvector on the same data and ground truth, compared at matched recall
-  vector-bench compare results/before results/after --fail-on regression
-      every cell of two runs side by side; exit 1 when one got slower (see compare --help)";
+      usearch and pgvector on the same data and ground truth, compared at matched recall";
 
 /// Each run rendered by its suite's report (what `vector-bench report` renders with).
 pub const REPORT: common::export::BySuite<'static> = common::export::BySuite(&[
