@@ -40,8 +40,7 @@ pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::Wi
 };
 
 fn refuse_workers(args: &[String]) -> Result<(), String> {
-    let opts: Opts = common::export::parse_worker_args("mqtt-bench", args)?;
-    run::check(opts).map(drop).map_err(|e| format!("{e:#}"))
+    common::export::check_worker_args("mqtt-bench", args, run::check)
 }
 
 /// Runs the scenarios on a runtime of its own; Ctrl-C stops it cleanly.

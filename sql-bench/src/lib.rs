@@ -57,8 +57,7 @@ pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::Wi
 };
 
 fn refuse_workers(args: &[String]) -> Result<(), String> {
-    let opts: Opts = common::export::parse_worker_args("sql-bench", args)?;
-    run::check(&opts).map_err(|e| format!("{e:#}"))
+    common::export::check_worker_args("sql-bench", args, |opts: Opts| run::check(&opts))
 }
 
 /// The command line: the suites with their examples, `compare` and `report` beside them.

@@ -44,10 +44,9 @@ pub const TOOLING: common::export::WithWorkerCheck<'static> = common::export::Wi
 };
 
 fn refuse_workers(args: &[String]) -> Result<(), String> {
-    let opts: Opts = common::export::parse_worker_args("vector-bench", args)?;
-    plan::plan(&opts.resolved())
-        .map(drop)
-        .map_err(|e| format!("{e:#}"))
+    common::export::check_worker_args("vector-bench", args, |opts: Opts| {
+        plan::plan(&opts.resolved())
+    })
 }
 
 /// Runs vector-bench on a runtime of its own; Ctrl-C stops it cleanly.

@@ -118,7 +118,7 @@ impl ToolReport for WithWorkerCheck<'_> {
 
 /// Parses `args` (without the program's name) as tool `name`'s options `P`; a parse error
 /// is its first line, as a run would print it.
-pub fn parse_worker_args<P: clap::Parser>(name: &str, args: &[String]) -> Result<P, String> {
+fn parse_worker_args<P: clap::Parser>(name: &str, args: &[String]) -> Result<P, String> {
     P::try_parse_from(std::iter::once(name.to_owned()).chain(args.iter().cloned())).map_err(|e| {
         let text = e.to_string();
         text.lines()
@@ -127,6 +127,18 @@ pub fn parse_worker_args<P: clap::Parser>(name: &str, args: &[String]) -> Result
             .trim_start_matches("error: ")
             .to_owned()
     })
+}
+
+/// A tool's [`WithWorkerCheck::check`]: parses `args` as tool `name`'s options `P` and runs
+/// the run's own `check` on them; its error is the whole chain on one line.
+pub fn check_worker_args<P: clap::Parser, T>(
+    name: &str,
+    args: &[String],
+    check: impl FnOnce(P) -> anyhow::Result<T>,
+) -> Result<(), String> {
+    check(parse_worker_args(name, args)?)
+        .map(drop)
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// The tables every tool shares and nothing more.
