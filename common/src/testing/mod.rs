@@ -25,8 +25,8 @@ pub use order::assert_systems_alternate;
 #[cfg(feature = "schema")]
 pub use outcome::assert_all_ok;
 pub use outcome::{
-    assert_every_cell_labelled, assert_exited_ok, assert_refused, assert_verified, system_names,
-    without_tls,
+    assert_every_cell_labelled, assert_exited_ok, assert_refused, assert_untrusted_ca,
+    assert_verified, system_names, without_tls,
 };
 
 use std::future::Future;
@@ -68,6 +68,16 @@ pub fn server_url(variable: &str) -> Option<String> {
             None
         }
     }
+}
+
+/// The URLs in `variables`, or `None` when any of them is missing (each as [`server_url`]
+/// says: a note on stderr, or a panic when the servers are required).
+pub fn server_urls<const N: usize>(variables: [&str; N]) -> Option<[String; N]> {
+    let urls = variables.map(server_url);
+    if urls.iter().any(Option::is_none) {
+        return None;
+    }
+    Some(urls.map(|url| url.expect("every URL is set")))
 }
 
 /// Parses `TOOL ARGS…` as the tool's options `O` and runs them with `run` (the tool's

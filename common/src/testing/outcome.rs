@@ -1,7 +1,7 @@
 //! What a server test asserts of a run's outcome: a run that measured every cell (and wrote
-//! results that match the schema), a run refused in one line before anything was made, the
-//! settings a system read back, the label every cell of a run carries, and a child process
-//! that exited 0.
+//! results that match the schema), a run refused in one line before anything was made (and
+//! why: a CA that did not sign the server's certificate), the settings a system read back,
+//! the label every cell of a run carries, and a child process that exited 0.
 
 use std::path::Path;
 use std::process::Output;
@@ -35,6 +35,16 @@ pub fn assert_refused<T>(ran: anyhow::Result<T>, out: &Path) -> String {
     assert!(!error.contains('\n'), "one line: {error}");
     assert!(!out.exists(), "nothing made for a refused run");
     error
+}
+
+/// Fails the test unless `error` (of a refused run) says the certificate of the server on
+/// 127.0.0.1 did not verify because the CA given did not sign it.
+pub fn assert_untrusted_ca(error: &str) {
+    assert!(
+        error.contains("the certificate of 127.0.0.1 did not verify")
+            && error.contains("not signed by a trusted CA"),
+        "{error}"
+    );
 }
 
 /// Fails the test unless `system` read back each setting of `expected` (setting, value) with

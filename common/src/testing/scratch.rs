@@ -1,5 +1,6 @@
 //! A database of its own on a test PostgreSQL, for tests that make the server misbehave
-//! (triggers that sleep, lose or change rows) without touching what other tests use.
+//! (triggers that sleep, lose or change rows) without touching what other tests use; and a
+//! role of its own owning one, for tests of a password that must never be written.
 
 use super::{psql, with_database};
 
@@ -56,4 +57,29 @@ pub fn on_create(tag: &str, body: &str) -> String {
          END $$;
          CREATE EVENT TRIGGER on_create ON ddl_command_end EXECUTE FUNCTION on_create();"
     )
+}
+
+/// A role `name` that logs in with `password`, owning a database `name`, on the PostgreSQL at
+/// `admin` (made once per server: they are kept, and found by the next call); the URL of that
+/// database as that role, without the password, with `admin`'s parameters
+/// (`postgres://NAME@HOST:PORT/NAME?…`).
+pub fn role_with_database(admin: &str, name: &str, password: &str) -> String {
+    psql(
+        admin,
+        &format!(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN
+                 CREATE ROLE {name} LOGIN PASSWORD '{password}';
+               END IF;
+             END $$"
+        ),
+    );
+    let exists = format!("SELECT count(*) FROM pg_database WHERE datname = '{name}'");
+    if psql(admin, &exists) == "0" {
+        psql(admin, &format!("CREATE DATABASE {name} OWNER {name}"));
+    }
+    let rest = admin.split_once('@').expect("a URL with a user").1;
+    let (host, query) = rest.split_once('/').expect("a URL with a database");
+    let query = query.split_once('?').map_or("", |(_, q)| q);
+    format!("postgres://{name}@{host}/{name}?{query}")
 }
