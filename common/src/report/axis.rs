@@ -117,6 +117,68 @@ impl Log {
     }
 }
 
+/// The rectangle a chart plots in, in pixels, and what is drawn on its edges: its border, the
+/// grid lines with their tick labels, and the axes' titles.
+#[derive(Debug, Clone, Copy)]
+pub struct PlotArea {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+impl PlotArea {
+    pub fn right(&self) -> f64 {
+        self.left + self.width
+    }
+
+    pub fn bottom(&self) -> f64 {
+        self.top + self.height
+    }
+
+    /// Its border.
+    pub fn border(&self, svg: &mut String) {
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#999"/>"##,
+            self.left, self.top, self.width, self.height
+        );
+    }
+
+    /// A vertical grid line at `px` in `stroke`, with `label` under the plot.
+    pub fn x_tick(&self, svg: &mut String, px: f64, label: &str, stroke: &str) {
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{px:.1}" x2="{px:.1}" y1="{}" y2="{:.1}" stroke="{stroke}"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{label}</text>"#,
+            self.top,
+            self.bottom(),
+            self.bottom() + 16.0,
+        );
+    }
+
+    /// A horizontal grid line at `py` in `stroke`, with `label` left of the plot.
+    pub fn y_tick(&self, svg: &mut String, py: f64, label: &str, stroke: &str) {
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"#,
+            self.left,
+            self.right(),
+            self.left - 6.0,
+            py + 4.0,
+        );
+    }
+
+    /// The axes' titles: `x` centred under the tick labels, `y` turned up along the left edge.
+    pub fn titles(&self, svg: &mut String, x: &str, y: &str) {
+        let (mid_x, mid_y) = (self.left + self.width / 2.0, self.top + self.height / 2.0);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{mid_x:.1}" y="{:.1}" text-anchor="middle">{x}</text><text x="14" y="{mid_y:.1}" transform="rotate(-90 14 {mid_y:.1})" text-anchor="middle">{y}</text>"#,
+            self.bottom() + 36.0
+        );
+    }
+}
+
 /// Opens a common chart: its size (scaled to fit where it is shown), its name and the
 /// systems it has marks for, then its title and, below it, a line saying how to read it.
 pub fn open_chart(
@@ -186,5 +248,31 @@ mod tests {
         assert!((y.at(100_000.0) - 133.333).abs() < 0.01);
         assert_eq!(y.decades().len(), 4);
         assert_eq!(y.minor().len(), 6);
+    }
+
+    #[test]
+    fn a_plot_area_draws_its_ticks_and_titles_outside_its_edges() {
+        let plot = PlotArea {
+            left: 70.0,
+            top: 60.0,
+            width: 520.0,
+            height: 320.0,
+        };
+        let mut svg = String::new();
+        plot.x_tick(&mut svg, 100.0, "10", "#eee");
+        plot.y_tick(&mut svg, 200.0, "1k", "#ddd");
+        plot.titles(&mut svg, "offered", "delivered");
+        let lines: Vec<&str> = svg.lines().collect();
+        assert!(lines[0].contains(r#"y1="60" y2="380.0""#), "{svg}");
+        assert!(lines[0].contains(r#"<text x="100.0" y="396.0""#), "{svg}");
+        assert!(
+            lines[1].contains(r#"x1="70" x2="590.0" y1="200.0""#),
+            "{svg}"
+        );
+        assert!(
+            lines[1].contains(r#"<text x="64.0" y="204.0" text-anchor="end">1k"#),
+            "{svg}"
+        );
+        assert!(lines[2].contains(r#"<text x="330.0" y="416.0""#), "{svg}");
     }
 }

@@ -7,16 +7,18 @@
 use std::fmt::Write as _;
 
 use common::human::format_thousands;
-use common::report::axis::open_chart;
+use common::report::axis::{PlotArea, open_chart};
 use common::report::chart::{self, color, decades, escape};
 use common::results::{Cell, Report};
 
 use super::{distinct, family, number};
 
-const LEFT: f64 = 80.0;
-const TOP: f64 = 56.0;
-const PLOT_W: f64 = 560.0;
-const PLOT_H: f64 = 320.0;
+const PLOT: PlotArea = PlotArea {
+    left: 80.0,
+    top: 56.0,
+    width: 560.0,
+    height: 320.0,
+};
 
 /// One measured point: its cell, events per request, median, min and max events/s.
 struct Point<'a> {
@@ -54,42 +56,24 @@ impl Scale {
     }
 
     fn x(&self, v: f64) -> f64 {
-        LEFT + PLOT_W * (v.log10() - self.x_lo) / (self.x_hi - self.x_lo)
+        PLOT.left + PLOT.width * (v.log10() - self.x_lo) / (self.x_hi - self.x_lo)
     }
 
     fn y(&self, v: f64) -> f64 {
-        TOP + PLOT_H * (1.0 - (v.max(1e-3).log10() - self.y_lo) / (self.y_hi - self.y_lo))
+        PLOT.top + PLOT.height * (1.0 - (v.max(1e-3).log10() - self.y_lo) / (self.y_hi - self.y_lo))
     }
 }
 
 fn axes(svg: &mut String, scale: &Scale) {
     for e in (scale.x_lo as i32)..=(scale.x_hi as i32) {
-        let (v, px) = (10f64.powi(e), scale.x(10f64.powi(e)));
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + PLOT_H,
-            TOP + PLOT_H + 16.0,
-            format_thousands(v)
-        );
+        let v = 10f64.powi(e);
+        PLOT.x_tick(svg, scale.x(v), &format_thousands(v), "#ddd");
     }
     for e in (scale.y_lo as i32)..=(scale.y_hi as i32) {
-        let (v, py) = (10f64.powi(e), scale.y(10f64.powi(e)));
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            py + 4.0,
-            format_thousands(v)
-        );
+        let v = 10f64.powi(e);
+        PLOT.y_tick(svg, scale.y(v), &format_thousands(v), "#ddd");
     }
-    let (mid_x, mid_y) = (LEFT + PLOT_W / 2.0, TOP + PLOT_H / 2.0);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{mid_x:.1}" y="{:.1}" text-anchor="middle">events per request</text><text x="14" y="{mid_y:.1}" transform="rotate(-90 14 {mid_y:.1})" text-anchor="middle">events/s</text>"#,
-        TOP + PLOT_H + 36.0
-    );
+    PLOT.titles(svg, "events per request", "events/s");
 }
 
 /// One system and client count: its line, points, whiskers and legend entry.
@@ -121,7 +105,10 @@ fn series(
     }
     let first = line[0].cell;
     let clients = number(first, "clients");
-    let (lx, ly) = (LEFT + PLOT_W + 16.0, TOP + 10.0 + 20.0 * legend_row as f64);
+    let (lx, ly) = (
+        PLOT.right() + 16.0,
+        PLOT.top + 10.0 + 20.0 * legend_row as f64,
+    );
     let _ = writeln!(
         svg,
         r#"<line data-system="{system}" x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text data-system="{system}" x="{:.1}" y="{:.1}">{system} · {clients} client{}</text>"#,
@@ -158,7 +145,7 @@ pub fn render_curve_svg(report: &Report) -> Option<String> {
     let mut svg = String::new();
     open_chart(
         &mut svg,
-        (LEFT + PLOT_W + 220.0, TOP + PLOT_H + 60.0),
+        (PLOT.right() + 220.0, PLOT.bottom() + 60.0),
         "insert-curve",
         &systems,
         &format!("{} — insert throughput by events per request", report.tool),

@@ -7,15 +7,17 @@ use std::fmt::Write as _;
 
 use common::human::format_rate;
 use common::report::Table;
-use common::report::axis::{Log, compact, legend, open_chart};
+use common::report::axis::{Log, PlotArea, compact, legend, open_chart};
 use common::report::chart::{close, escape, polyline, system_color};
 use common::results::{Cell, Report};
 use serde_json::Value;
 
-const LEFT: f64 = 70.0;
-const TOP: f64 = 60.0;
-const PLOT_W: f64 = 520.0;
-const PLOT_H: f64 = 320.0;
+const PLOT: PlotArea = PlotArea {
+    left: 70.0,
+    top: 60.0,
+    width: 520.0,
+    height: 320.0,
+};
 
 /// One step of a sweep: offered and delivered msg/s, and the step's verdict (`ok`, …).
 type Step = (f64, f64, String);
@@ -100,13 +102,13 @@ pub fn render_sweep_svg(report: &Report) -> Option<String> {
     let (lo, hi) = all.fold((f64::INFINITY, 0.0_f64), |(lo, hi), (o, d, _)| {
         (lo.min(*o).min(d.max(1.0)), hi.max(*o).max(*d))
     });
-    let x = Log::covering(lo, hi, LEFT, LEFT + PLOT_W);
-    let y = Log::covering(lo, hi, TOP + PLOT_H, TOP);
+    let x = Log::covering(lo, hi, PLOT.left, PLOT.right());
+    let y = Log::covering(lo, hi, PLOT.bottom(), PLOT.top);
     let systems: Vec<&str> = sweeps.iter().map(|(c, _)| c.system.as_str()).collect();
     let mut svg = String::new();
     open_chart(
         &mut svg,
-        (LEFT + PLOT_W + 40.0, TOP + PLOT_H + 70.0),
+        (PLOT.right() + 40.0, PLOT.bottom() + 70.0),
         "delivered-vs-offered",
         &systems,
         &format!(
@@ -136,36 +138,18 @@ pub fn render_sweep_svg(report: &Report) -> Option<String> {
         }
         entries.push((cell.system.as_str(), color));
     }
-    legend(&mut svg, &entries, LEFT, TOP + PLOT_H + 62.0);
+    legend(&mut svg, &entries, PLOT.left, PLOT.bottom() + 62.0);
     close(&mut svg);
     Some(svg)
 }
 
 fn axes(svg: &mut String, x: &Log, y: &Log) {
-    let _ = writeln!(
-        svg,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
-    );
+    PLOT.border(svg);
     for v in x.decades() {
-        let px = x.at(v);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{:.1}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + PLOT_H,
-            TOP + PLOT_H + 16.0,
-            compact(v)
-        );
+        PLOT.x_tick(svg, x.at(v), &compact(v), "#eee");
     }
     for v in y.decades() {
-        let py = y.at(v);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{:.1}" y1="{py:.1}" y2="{py:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + PLOT_W,
-            LEFT - 6.0,
-            py + 4.0,
-            compact(v)
-        );
+        PLOT.y_tick(svg, y.at(v), &compact(v), "#eee");
     }
     let (first, last) = (10f64.powf(x.lo), 10f64.powf(x.hi));
     let _ = writeln!(
@@ -176,12 +160,7 @@ fn axes(svg: &mut String, x: &Log, y: &Log) {
         x.at(last),
         y.at(last)
     );
-    let (mid_x, mid_y) = (LEFT + PLOT_W / 2.0, TOP + PLOT_H / 2.0);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{mid_x:.1}" y="{:.1}" text-anchor="middle">offered msg/s</text><text x="14" y="{mid_y:.1}" transform="rotate(-90 14 {mid_y:.1})" text-anchor="middle">delivered msg/s</text>"#,
-        TOP + PLOT_H + 36.0
-    );
+    PLOT.titles(svg, "offered msg/s", "delivered msg/s");
 }
 
 #[cfg(test)]

@@ -4,16 +4,18 @@
 use std::fmt::Write as _;
 
 use common::human::format_rate;
-use common::report::axis::open_chart;
+use common::report::axis::{PlotArea, open_chart};
 use common::report::chart::{close, decades, escape, polyline, system_color};
 use common::results::Report;
 
 use super::{Curve, curves};
 
-const LEFT: f64 = 70.0;
-const TOP: f64 = 56.0;
-const PLOT_W: f64 = 520.0;
-const PLOT_H: f64 = 320.0;
+const PLOT: PlotArea = PlotArea {
+    left: 70.0,
+    top: 56.0,
+    width: 520.0,
+    height: 320.0,
+};
 
 /// One chart per family that has at least one curve, as (file name, SVG text).
 pub fn render_charts(report: &Report) -> Vec<(String, String)> {
@@ -81,7 +83,7 @@ impl RecallQps {
         };
         open_chart(
             svg,
-            (LEFT + PLOT_W + 200.0, TOP + PLOT_H + 50.0),
+            (PLOT.right() + 200.0, PLOT.bottom() + 50.0),
             chart,
             systems,
             title,
@@ -92,39 +94,29 @@ impl RecallQps {
     }
 
     pub fn x(&self, recall: f64) -> f64 {
-        LEFT + PLOT_W * (recall - self.r_lo) / (1.0 - self.r_lo)
+        PLOT.left + PLOT.width * (recall - self.r_lo) / (1.0 - self.r_lo)
     }
 
     pub fn y(&self, qps: f64) -> f64 {
-        TOP + PLOT_H * (1.0 - (qps.max(1e-3).log10() - self.log_lo) / (self.log_hi - self.log_lo))
+        PLOT.top
+            + PLOT.height
+                * (1.0 - (qps.max(1e-3).log10() - self.log_lo) / (self.log_hi - self.log_lo))
     }
 
     /// The right edge of the plot, where labels of lines across it start.
     pub fn right(&self) -> f64 {
-        LEFT + PLOT_W
+        PLOT.right()
     }
 
     pub fn left(&self) -> f64 {
-        LEFT
+        PLOT.left
     }
 
     fn axes(&self, svg: &mut String) {
-        let _ = writeln!(
-            svg,
-            r##"<rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
-        );
+        PLOT.border(svg);
         for decade in (self.log_lo as i32)..=(self.log_hi as i32) {
             let q = 10f64.powi(decade);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + PLOT_W,
-                self.y(q),
-                self.y(q),
-                LEFT - 6.0,
-                self.y(q) + 4.0,
-                format_rate(q)
-            );
+            PLOT.y_tick(svg, self.y(q), &format_rate(q), "#eee");
         }
         for step in 0..=5 {
             let r = self.r_lo + (1.0 - self.r_lo) * f64::from(step) / 5.0;
@@ -132,26 +124,26 @@ impl RecallQps {
                 svg,
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{r:.3}</text>"#,
                 self.x(r),
-                TOP + PLOT_H + 16.0
+                PLOT.bottom() + 16.0
             );
         }
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">recall@k</text>"#,
-            LEFT + PLOT_W / 2.0,
-            TOP + PLOT_H + 36.0
+            PLOT.left + PLOT.width / 2.0,
+            PLOT.bottom() + 36.0
         );
     }
 
     /// One legend entry per system, down the right of the plot (`data-legend`, not a mark).
     pub fn legend(&self, svg: &mut String, entries: &[(&str, &str)]) {
         for (i, (name, color)) in entries.iter().enumerate() {
-            let ly = TOP + 10.0 + 18.0 * i as f64;
+            let ly = PLOT.top + 10.0 + 18.0 * i as f64;
             let _ = writeln!(
                 svg,
                 r#"<g class="legend" data-legend="{name}"><rect x="{:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/><text x="{:.1}" y="{:.1}">{name}</text></g>"#,
-                LEFT + PLOT_W + 12.0,
-                LEFT + PLOT_W + 30.0,
+                PLOT.right() + 12.0,
+                PLOT.right() + 30.0,
                 ly + 10.0,
                 name = escape(name)
             );
