@@ -4,26 +4,9 @@
 mod support;
 
 use common::exit::Exit;
-use common::results::{Cell, Report, Status};
-use common::testing::{assert_all_ok, system_names};
+use common::results::Status;
+use common::testing::{assert_all_ok, cell, system_names};
 use support::*;
-
-fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
-    report
-        .cells
-        .iter()
-        .find(|c| c.workload == workload && c.system == system)
-        .unwrap_or_else(|| {
-            panic!(
-                "no cell {workload} × {system}: {:#?}",
-                report
-                    .cells
-                    .iter()
-                    .map(|c| (&c.workload, &c.system))
-                    .collect::<Vec<_>>()
-            )
-        })
-}
 
 #[test]
 fn the_embedded_default_measures_the_curve_and_the_query_table() {
