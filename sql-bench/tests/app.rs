@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::results::{Location, Report, Status};
-use common::testing::assert_all_ok;
 use common::testing::scratch::{Scratch, on_create};
+use common::testing::{assert_all_ok, cell};
 use support::*;
 
 /// Small but shaped like the seed: enough rows for every scenario to return something, and
@@ -40,12 +40,16 @@ fn app(output: &Path, extra: &[&str]) -> anyhow::Result<sql_bench::Summary> {
     run(&argv)
 }
 
-fn cell<'a>(report: &'a Report, scenario: &str, system: &str) -> &'a common::results::Cell {
-    report
-        .cells
-        .iter()
-        .find(|c| c.workload == scenario && c.system == system)
-        .unwrap_or_else(|| panic!("no cell {scenario} × {system}"))
+/// SQL that has the row trigger function `public.NAME()` (the test defines it) run before
+/// every insert into fairbench.app_records, once the tool creates that table.
+fn before_each_insert(name: &str) -> String {
+    on_create(
+        "CREATE TABLE",
+        &format!(
+            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER {name} BEFORE INSERT \
+             ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.{name}()'; END IF;"
+        ),
+    )
 }
 
 #[test]
@@ -258,10 +262,7 @@ fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
              RETURN NEW;
            END $$;
          {}",
-        on_create(
-            "CREATE TABLE",
-            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER misfile BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.misfile()'; END IF;"
-        )
+        before_each_insert("misfile")
     );
     let db = Scratch::new(&pg, "fairbench_misfiled", &setup);
     let dir = tempfile::tempdir().unwrap();
@@ -326,10 +327,7 @@ fn a_request_past_the_ceiling_is_a_timeout_and_is_cancelled_on_the_server() {
     let setup = format!(
         "CREATE FUNCTION crawl() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NEW; END $$;
          {}",
-        on_create(
-            "CREATE TABLE",
-            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER crawl BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.crawl()'; END IF;"
-        )
+        before_each_insert("crawl")
     );
     let db = Scratch::new(&pg, "fairbench_crawling", &setup);
     let dir = tempfile::tempdir().unwrap();
@@ -648,10 +646,7 @@ fn a_record_moved_in_the_listing_or_swapped_out_of_view_is_invalid_at_the_larger
              RETURN NEW;
            END $$;
          {}",
-        on_create(
-            "CREATE TABLE",
-            "IF obj = 'fairbench.app_records' THEN EXECUTE 'CREATE TRIGGER tamper BEFORE INSERT ON fairbench.app_records FOR EACH ROW EXECUTE FUNCTION public.tamper()'; END IF;"
-        )
+        before_each_insert("tamper")
     );
     let db = Scratch::new(&pg, "fairbench_tampered", &setup);
     let dir = tempfile::tempdir().unwrap();
