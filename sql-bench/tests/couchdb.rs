@@ -6,11 +6,7 @@
 
 mod support;
 
-use std::path::Path;
-
-use common::options::TargetSpec;
 use common::results::Status;
-use sql_bench::durability::Durability;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
@@ -122,14 +118,7 @@ fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
         "{count:?}"
     );
     let pouch = &report.systems[1];
-    assert_eq!(pouch.verified["app_records.extra_indexes"], "none");
-    for field in COLLECTION.indexed {
-        assert!(
-            pouch.verified["app_records.indexes"].contains(&format!("({field})")),
-            "{field}: {}",
-            pouch.verified["app_records.indexes"]
-        );
-    }
+    assert_declared_indexes(pouch);
 }
 
 #[test]
@@ -137,13 +126,7 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
     let Some(url) = pouchdb_url() else { return };
     let _servers = lock_servers();
     block_on(async {
-        let spec = TargetSpec::parse(&url).unwrap();
-        let mut target =
-            sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(Path::new("/tmp")))
-                .await
-                .unwrap();
-        target.describe(Durability::C0).await.unwrap();
-        target.create_collection(&COLLECTION).await.unwrap();
+        let mut target = open_app_collection(&url).await;
         let mut session = target.open_doc_session(&COLLECTION).await.unwrap();
         let doc = sql_bench::query::Doc {
             id: "r1".into(),

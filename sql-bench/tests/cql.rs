@@ -6,14 +6,10 @@
 
 mod support;
 
-use std::path::Path;
-
-use common::options::TargetSpec;
 use common::results::{Location, Status};
-use common::testing::assert_all_ok;
+use common::testing::{assert_all_ok, assert_verified};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use sql_bench::durability::Durability;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
@@ -54,12 +50,17 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
         "{}",
         cassandra.version
     );
-    assert_eq!(cassandra.verified["commitlog_sync"], "batch");
-    assert_eq!(cassandra.verified["consistency"], "One (every statement)");
-    assert_eq!(cassandra.verified["system.peers"], "0");
-    assert_eq!(
-        cassandra.verified["crud_write.primary_key"],
-        "k (partition key, system_schema.columns)"
+    assert_verified(
+        cassandra,
+        &[
+            ("commitlog_sync", "batch"),
+            ("consistency", "One (every statement)"),
+            ("system.peers", "0"),
+            (
+                "crud_write.primary_key",
+                "k (partition key, system_schema.columns)",
+            ),
+        ],
     );
     assert!(cassandra.labels.is_empty());
     assert_eq!(cassandra.location, Location::Local);
@@ -88,14 +89,7 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
         assert_eq!(cell.status, Status::Ok, "{cell:?}");
     }
     let cassandra = &report.systems[0];
-    assert_eq!(cassandra.verified["app_records.extra_indexes"], "none");
-    for field in COLLECTION.indexed {
-        assert!(
-            cassandra.verified["app_records.indexes"].contains(&format!("({field})")),
-            "{field}: {}",
-            cassandra.verified["app_records.indexes"]
-        );
-    }
+    assert_declared_indexes(cassandra);
     let how = |scenario: &str| {
         report
             .cells
@@ -185,13 +179,7 @@ fn a_missing_index_shows_in_system_schema_indexes() {
     let Some(url) = cassandra_url() else { return };
     let _servers = lock_servers();
     block_on(async {
-        let spec = TargetSpec::parse(&url).unwrap();
-        let mut target =
-            sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(Path::new("/tmp")))
-                .await
-                .unwrap();
-        target.describe(Durability::C0).await.unwrap();
-        target.create_collection(&COLLECTION).await.unwrap();
+        let mut target = open_app_collection(&url).await;
         let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
         assert_eq!(state.rows, 0);

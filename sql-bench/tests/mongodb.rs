@@ -5,12 +5,8 @@
 
 mod support;
 
-use std::path::Path;
-
-use common::options::TargetSpec;
 use common::results::Status;
 use mongodb::bson::{Document, doc};
-use sql_bench::durability::Durability;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
@@ -131,14 +127,7 @@ fn ferretdb_answers_every_app_scenario_like_sqlite_with_the_declared_indexes() {
         .iter()
         .find(|s| s.name == "ferretdb")
         .unwrap();
-    assert_eq!(ferret.verified["app_records.extra_indexes"], "none");
-    for field in COLLECTION.indexed {
-        assert!(
-            ferret.verified["app_records.indexes"].contains(&format!("({field})")),
-            "{field}: {}",
-            ferret.verified["app_records.indexes"]
-        );
-    }
+    assert_declared_indexes(ferret);
 }
 
 #[test]
@@ -146,13 +135,7 @@ fn a_missing_index_shows_in_the_catalog_fairbench_reads() {
     let Some(url) = ferretdb_url() else { return };
     let _servers = lock_servers();
     block_on(async {
-        let spec = TargetSpec::parse(&url).unwrap();
-        let mut target =
-            sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(Path::new("/tmp")))
-                .await
-                .unwrap();
-        target.describe(Durability::C0).await.unwrap();
-        target.create_collection(&COLLECTION).await.unwrap();
+        let mut target = open_app_collection(&url).await;
         let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
         client(&url)

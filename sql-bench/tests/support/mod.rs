@@ -1,11 +1,14 @@
 //! What the integration tests share: the real servers the test command started (common's
 //! test support: the lock, the URLs, the servers-required check, psql, the schema check),
-//! running sql-bench in-process, the MariaDB client calls tests make, and a PostgreSQL of a
-//! test's own that it crashes mid-run ([`DoomedPostgres`]).
+//! running sql-bench in-process, the MariaDB client calls tests make, the app's collection
+//! opened on a server and the indexes it must show, and a PostgreSQL of a test's own that it
+//! crashes mid-run ([`DoomedPostgres`]).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+use sql_bench::suites::app::COLLECTION;
 
 mod doomed;
 
@@ -41,6 +44,33 @@ pub fn cassandra_url() -> Option<String> {
 /// pouchdb-server (the CouchDB HTTP API).
 pub fn pouchdb_url() -> Option<String> {
     server_url("FAIRBENCH_TEST_POUCHDB_URL")
+}
+
+/// The target at `url` opened as `sql-bench app` opens it (described at C0) with the app's
+/// collection made: for a test that then changes the collection behind fairbench's back.
+pub async fn open_app_collection(url: &str) -> Box<dyn sql_bench::targets::Target> {
+    let spec = common::options::TargetSpec::parse(url).unwrap();
+    let reach = sql_bench::targets::Reach::local(Path::new("/tmp"));
+    let mut target = sql_bench::targets::open(&spec, &reach).await.unwrap();
+    target
+        .describe(sql_bench::durability::Durability::C0)
+        .await
+        .unwrap();
+    target.create_collection(&COLLECTION).await.unwrap();
+    target
+}
+
+/// Fails the test unless `system` read back an index on each field the app's collection
+/// declares indexed, and no index besides.
+pub fn assert_declared_indexes(system: &common::results::SystemInfo) {
+    assert_eq!(system.verified["app_records.extra_indexes"], "none");
+    let indexes = &system.verified["app_records.indexes"];
+    for field in COLLECTION.indexed {
+        assert!(
+            indexes.contains(&format!("({field})")),
+            "{field}: {indexes}"
+        );
+    }
 }
 
 /// Replaces the password of a URL.
