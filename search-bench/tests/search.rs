@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::exit::Exit;
 use common::results::{Location, Status};
-use common::testing::{assert_all_ok, system_names};
+use common::testing::{assert_all_ok, assert_verified, system_names};
 use support::*;
 
 const QUERY_WORKLOADS: [&str; 4] = ["match ", "match_phrase", "bool", "terms agg"];
@@ -112,18 +112,19 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
         opensearch.durable_write_floor_ns.is_some() || !opensearch.not_measured.is_empty(),
         "the floor of the server's own data folder is measured, or why not is said"
     );
-    for (setting, value) in [
-        ("index.number_of_shards", "1"),
-        ("index.number_of_replicas", "0"),
-        ("index.requests.cache.enable", "true"),
-        ("index.translog.durability", "request"),
-        ("mapping.body", "text"),
-        ("mapping.category", "keyword"),
-        ("mapping.price", "double"),
-        ("mapping.stock", "integer"),
-    ] {
-        assert_eq!(opensearch.verified[setting], value, "{setting}");
-    }
+    assert_verified(
+        opensearch,
+        &[
+            ("index.number_of_shards", "1"),
+            ("index.number_of_replicas", "0"),
+            ("index.requests.cache.enable", "true"),
+            ("index.translog.durability", "request"),
+            ("mapping.body", "text"),
+            ("mapping.category", "keyword"),
+            ("mapping.price", "double"),
+            ("mapping.stock", "integer"),
+        ],
+    );
     for prefix in QUERY_WORKLOADS {
         let os = cell(report, prefix, "opensearch");
         let tv = cell(report, prefix, "tantivy");
