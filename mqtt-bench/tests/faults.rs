@@ -4,8 +4,6 @@
 mod support;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::exit::Exit;
@@ -91,31 +89,13 @@ fn bad_credentials_and_oversized_payloads_are_refused() {
 
 #[test]
 fn a_broker_killed_mid_run_yields_an_error_cell_and_a_written_report() {
-    let Some(mut broker) = OwnMosquitto::start("") else {
-        return;
-    };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_owned();
-    let url = format!("doomed={}", broker.url);
-    let runner = std::thread::spawn(move || {
-        run_with(
-            &args(
-                &out,
-                &[
-                    "--broker",
-                    &url,
-                    "--scenarios",
-                    "qos1,qos0",
-                    "--duration",
-                    "2s",
-                    "--rounds",
-                    "3",
-                ],
-            ),
-            Arc::new(AtomicBool::new(false)),
-        )
-    });
+    let Some((mut broker, runner)) =
+        run_against_doomed_broker(dir.path(), "--scenarios qos1,qos0 --duration 2s --rounds 3")
+    else {
+        return;
+    };
     // Kill it once the run has connected and recorded its first window.
     wait_for_first_window(dir.path());
     broker.child.kill().unwrap();

@@ -9,8 +9,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::exit::Exit;
@@ -182,35 +180,14 @@ fn a_shared_subscription_group_shares_every_message_once_and_evenly() {
 
 #[test]
 fn a_broker_killed_mid_storm_leaves_an_error_cell_with_what_was_measured() {
-    let Some(mut broker) = OwnMosquitto::start("") else {
-        return;
-    };
     let _servers = lock_servers();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_owned();
-    let url = format!("doomed={}", broker.url);
-    let runner = std::thread::spawn(move || {
-        run_with(
-            &args(
-                &out,
-                &[
-                    "--broker",
-                    &url,
-                    "--scenarios",
-                    "connect",
-                    "--clients",
-                    "3000",
-                    "--connect-rate",
-                    "1k",
-                    "--rounds",
-                    "1",
-                    "--warmup",
-                    "0",
-                ],
-            ),
-            Arc::new(AtomicBool::new(false)),
-        )
-    });
+    let Some((mut broker, runner)) = run_against_doomed_broker(
+        dir.path(),
+        "--scenarios connect --clients 3000 --connect-rate 1k --rounds 1 --warmup 0",
+    ) else {
+        return;
+    };
     // Kill it once a few hundred clients are connected (a third of the storm's three seconds).
     let port: u16 = broker.url.rsplit(':').next().unwrap().parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);

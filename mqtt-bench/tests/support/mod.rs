@@ -1,11 +1,12 @@
 //! What the integration tests share: the brokers the test command started, a lock so tests
 //! that load the machine do not run at once, Mosquitto instances of a test's own, and running
-//! mqtt-bench in-process.
+//! mqtt-bench in-process (also in a thread, against a broker the test kills).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 #[allow(unused_imports)] // not every test binary uses every helper
@@ -22,6 +23,28 @@ pub const QUICK: &str = "--duration 1s --rounds 2 --warmup 1 --sweep 5k,20k --la
 /// `--output DIR --quiet`, the quick settings, then `extra` (which overrides them).
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
+}
+
+/// Starts a Mosquitto of the test's own and, in a thread of its own, mqtt-bench against it
+/// (`--broker doomed=URL`, then `settings` on one line: `"--scenarios qos1 --rounds 3"`)
+/// writing to `out`: for a test that kills the broker mid-run. `None` when Mosquitto is not
+/// installed, outside CI.
+pub fn run_against_doomed_broker(
+    out: &Path,
+    settings: &str,
+) -> Option<(
+    OwnMosquitto,
+    JoinHandle<anyhow::Result<mqtt_bench::Summary>>,
+)> {
+    let broker = OwnMosquitto::start("")?;
+    let url = format!("doomed={}", broker.url);
+    let (out, settings) = (out.to_owned(), settings.to_owned());
+    let runner = std::thread::spawn(move || {
+        let mut extra = vec!["--broker", url.as_str()];
+        extra.extend(common::testing::words(&settings));
+        run(&args(&out, &extra))
+    });
+    Some((broker, runner))
 }
 
 /// Whether Mosquitto is installed (a skip outside CI says so; CI requires it).
