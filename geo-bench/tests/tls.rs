@@ -67,7 +67,7 @@ fn postgis_over_tls_is_verified_recorded_and_its_password_never_written() {
         .env("FAIRBENCH_PASSWORD_GEO", SECRET)
         .output()
         .unwrap();
-    assert_exited_ok(&ran);
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     let report = read_report(&out);
     let verified = &report.systems[0].verified;
@@ -245,7 +245,7 @@ fn a_redis_password_from_the_environment_is_never_written_and_a_wrong_one_is_ref
     let refused = geo_bench(&wrong, "not-the-password");
     assert_eq!(redis_cli(&plain, &["ACL", "DELUSER", "zq_geo"]), "1");
 
-    assert_exited_ok(&ran);
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     assert_eq!(
         read_json(&out)["systems"][0]["verified"]["tls_verification"],

@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::testing::{assert_no_secret, with_param};
+use common::testing::{assert_exited_ok, assert_no_secret, with_param};
 use support::*;
 
 const SECRET: &str = "zq-leak-check-mqtt-7c1e";
@@ -114,11 +114,7 @@ fn mqtts_is_verified_recorded_and_its_password_never_written() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("verified");
     let ran = mqtt_bench(&out, &broker.url, &[]);
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     assert_matches_schema(&out);
     let json = read_json(&out);
@@ -168,8 +164,8 @@ fn insecure_skip_verify_takes_the_wrong_ca_and_labels_every_cell() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("insecure");
     let ran = mqtt_bench(&out, &wrong_ca(&broker.url), &["--insecure-skip-verify"]);
+    assert_exited_ok(&ran, &out);
     let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{stderr}");
     assert!(stderr.contains("--insecure-skip-verify"), "loud: {stderr}");
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     let report = common::testing::read_report(&out);
@@ -209,8 +205,7 @@ fn a_connect_storm_over_mqtts_records_the_tls_handshake_apart_from_the_connack()
         .env("FAIRBENCH_PASSWORD_M", SECRET)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{stderr}");
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, SECRET);
     let json = read_json(&out);
     let cell = &json["cells"][0];

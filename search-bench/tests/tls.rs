@@ -48,7 +48,7 @@ fn run_with_secret(
         .env(variable, secret)
         .output()
         .unwrap();
-    assert_exited_ok(&ran);
+    assert_exited_ok(&ran, out);
     assert_no_secret(out, &ran.stdout, &ran.stderr, secret);
     if let Some(encoded) = encoded {
         assert_no_secret(out, &ran.stdout, &ran.stderr, encoded);

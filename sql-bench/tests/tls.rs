@@ -169,7 +169,7 @@ fn a_password_from_a_variable_never_reaches_any_output() {
         .env("FAIRBENCH_PASSWORD_PG", secret)
         .output()
         .unwrap();
-    assert_exited_ok(&ran);
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, secret);
     // A wrong password is refused in words that do not repeat it either.
     let failed = dir.path().join("failed");
@@ -258,6 +258,6 @@ fn a_cassandra_password_from_a_variable_never_reaches_any_output() {
         .env("FAIRBENCH_PASSWORD_CASS", secret)
         .output()
         .unwrap();
-    assert_exited_ok(&ran);
+    assert_exited_ok(&ran, &out);
     assert_no_secret(&out, &ran.stdout, &ran.stderr, secret);
 }

@@ -76,11 +76,20 @@ pub fn without_tls(url: &str, tls: &str, plain: &str) -> String {
     url.split('?').next().unwrap_or_default().to_owned()
 }
 
-/// Fails the test, showing the child's stderr, unless it exited 0.
-pub fn assert_exited_ok(ran: &Output) {
-    assert!(
-        ran.status.success(),
-        "{}",
+/// Fails the test unless the run that wrote to `out` exited 0, showing its stderr and, when
+/// it got as far as results.json, every cell that was not ok with its reason (a `--quiet` run
+/// that exits 1 says nothing else).
+pub fn assert_exited_ok(ran: &Output, out: &Path) {
+    if ran.status.success() {
+        return;
+    }
+    let cells = std::fs::read(out.join("results.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Report>(&bytes).ok())
+        .map(|report| super::job::not_ok(&report));
+    panic!(
+        "exited {:?}; stderr: {}; cells not ok: {cells:?}",
+        ran.status.code(),
         String::from_utf8_lossy(&ran.stderr)
     );
 }
