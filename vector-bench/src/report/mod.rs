@@ -551,12 +551,14 @@ pub fn builds_table(report: &Report) -> Option<Table> {
                 .or_else(|| {
                     let index = build
                         .and_then(|x| x.get("index_bytes"))
-                        .and_then(Value::as_u64)?;
+                        .and_then(Value::as_u64)
+                        .map(|i| format!("index {}", format_bytes(i)));
                     let growth = b
                         .get("process_rss_growth_bytes")
                         .and_then(Value::as_u64)
-                        .map_or(String::new(), |g| format!(", process +{}", format_bytes(g)));
-                    Some(format!("index {}{growth}", format_bytes(index)))
+                        .map(|g| format!("process +{}", format_bytes(g)));
+                    let both: Vec<String> = index.into_iter().chain(growth).collect();
+                    (!both.is_empty()).then(|| both.join(", "))
                 })
                 .unwrap_or_else(|| "–".into());
             let what = b

@@ -142,6 +142,32 @@ fn report_snapshots() {
     common::assert_report_snapshots!(render_terminal(&report), render_markdown(&report));
 }
 
+/// An engine that does not tell its index's size still shows what its build added to this
+/// process; one that tells shows both; a server shows its resident memory.
+#[test]
+fn a_build_s_memory_is_what_was_measured_of_it() {
+    let mut report = sample();
+    report.extra.insert(
+        "builds".into(),
+        json!([{"system": "a", "variant": "f32", "build": {"index_bytes": 1048576},
+                "process_rss_growth_bytes": 2097152},
+               {"system": "b", "variant": "f32", "build": {}, "process_rss_growth_bytes": 3145728},
+               {"system": "c", "variant": "f32", "build": {}, "server_rss_bytes": 4194304},
+               {"system": "d", "variant": "f32", "build": {}}]),
+    );
+    let table = builds_table(&report).unwrap();
+    let memory: Vec<&str> = table.rows.iter().map(|row| row[4].as_str()).collect();
+    assert_eq!(
+        memory,
+        [
+            "index 1.0 MiB, process +2.0 MiB",
+            "process +3.0 MiB",
+            "server 4.0 MiB",
+            "–"
+        ]
+    );
+}
+
 #[test]
 fn one_chart_per_family_with_one_curve_per_system() {
     let charts = chart::render_charts(&sample());
