@@ -251,7 +251,7 @@ pub async fn open(
         "qdrant" => qdrant::QdrantTarget::open(spec, reach, bounds).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
-            "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT, weaviate://HOST:PORT or qdrant://HOST:PORT (gRPC)",
+            "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT or qdrant://HOST:PORT (gRPC)",
         )),
     }
 }
@@ -293,6 +293,26 @@ mod tests {
             .to_string();
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("chroma://"), "{error}");
+        // Every choice the refusal names is one this function opens (nothing there to reach).
+        let choices = error.split_once("; use ").map_or("", |(_, c)| c);
+        let schemes: Vec<&str> = choices
+            .split([',', ' '])
+            .filter_map(|word| word.split_once("://").map_or(Some(word), |(s, _)| Some(s)))
+            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+            .filter(|s| !["or", "pgvector", "grpc"].contains(s))
+            .collect();
+        assert!(schemes.len() >= 5, "{choices}");
+        for scheme in schemes {
+            let url = match scheme {
+                "usearch" | "qdrant-edge" => scheme.to_owned(),
+                _ => format!("{scheme}://127.0.0.1:9"),
+            };
+            let spec = TargetSpec::parse(&url).unwrap();
+            let opened = open(&spec, &Reach::local(&std::env::temp_dir()), Bounds::NONE).await;
+            if let Err(e) = opened {
+                assert!(!e.to_string().contains("unknown scheme"), "{url}: {e}");
+            }
+        }
     }
 
     #[test]
