@@ -22,6 +22,11 @@ pub enum OpError {
     Fatal(String),
 }
 
+/// An operation that failed with `e`'s message; the worker carries on (`.map_err(failed)`).
+pub fn failed(e: impl std::fmt::Display) -> OpError {
+    OpError::Failed(e.to_string())
+}
+
 /// One worker's operation, driven from an async runtime. `seq` counts from 0 in each window.
 pub trait Operation: Send {
     fn call(&mut self, seq: u64) -> impl Future<Output = Result<(), OpError>> + Send;

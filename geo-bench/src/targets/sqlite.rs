@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
@@ -45,10 +45,6 @@ fn objects(set: &str) -> [String; 3] {
         format!("{set}_entity"),
         format!("{set}_rtree"),
     ]
-}
-
-fn failed(e: impl ToString) -> OpError {
-    OpError::Failed(e.to_string())
 }
 
 /// Inserts `events` into `set` (table and R*Tree) inside the caller's transaction.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
@@ -537,8 +537,7 @@ impl TantivySearch {
 impl BlockingSearchSession for TantivySearch {
     fn search(&mut self, kind: QueryKind, index: usize) -> Result<(), OpError> {
         let searcher = self.reader.searcher();
-        self.run(&searcher, kind, index)
-            .map_err(|e| OpError::Failed(e.to_string()))
+        self.run(&searcher, kind, index).map_err(failed)
     }
 }
 

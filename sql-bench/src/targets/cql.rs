@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::tls::rustls::ClientConfig;
@@ -709,13 +709,11 @@ impl KvSession for CqlSession {
             .execute_unpaged(&self.read, (key,))
             .await
             .map_err(cql_op_error)?;
-        let rows = result
-            .into_rows_result()
-            .map_err(|e| OpError::Failed(e.to_string()))?;
+        let rows = result.into_rows_result().map_err(failed)?;
         match rows.maybe_first_row::<(&str,)>() {
             Ok(Some((value,))) => Ok(value.len()),
             Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
-            Err(e) => Err(OpError::Failed(e.to_string())),
+            Err(e) => Err(failed(e)),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector, Pool};
 use common::results::Location;
@@ -390,10 +390,6 @@ impl BlockingKvSession for SqliteSession {
         let handle = self.conn.get_interrupt_handle();
         Some(Arc::new(move || handle.interrupt()))
     }
-}
-
-fn failed(e: impl ToString) -> OpError {
-    OpError::Failed(e.to_string())
 }
 
 #[cfg(test)]

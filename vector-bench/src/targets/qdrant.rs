@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::credentials::Secret;
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::reach::TlsState;
@@ -487,11 +487,7 @@ impl SearchSession for QdrantSession {
                 i64::from(category),
             )]));
         }
-        let response = self
-            .client
-            .query(request)
-            .await
-            .map_err(|e| OpError::Failed(e.to_string()))?;
+        let response = self.client.query(request).await.map_err(failed)?;
         out.clear();
         for point in response.result {
             let id = match point.id.and_then(|id| id.point_id_options) {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
@@ -504,10 +504,7 @@ impl BlockingSearchSession for EdgeSession {
             with_vector: None,
             score_threshold: None,
         };
-        let points = self
-            .shard
-            .search(request)
-            .map_err(|e| OpError::Failed(e.to_string()))?;
+        let points = self.shard.search(request).map_err(failed)?;
         out.clear();
         out.extend(points.iter().map(|p| match p.id {
             PointId::NumId(n) => n,

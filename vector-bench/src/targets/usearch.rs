@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
@@ -324,7 +324,7 @@ impl BlockingSearchSession for UsearchSession {
                 }
             }
         }
-        .map_err(|e| OpError::Failed(e.to_string()))?;
+        .map_err(failed)?;
         out.clear();
         out.extend_from_slice(&matches.keys);
         Ok(())

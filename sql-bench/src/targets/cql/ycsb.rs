@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::pool::{BoxFuture, Connector};
 use futures_util::future::try_join_all;
 use scylla::client::session::Session;
@@ -298,10 +298,6 @@ impl CqlYcsb {
         let got = Fetched::record(values.iter().map(String::as_str));
         Ok(Some((got, values)))
     }
-}
-
-fn failed(e: impl std::fmt::Display) -> OpError {
-    OpError::Failed(e.to_string())
 }
 
 /// What a read's row holds, counted from the frame without copying it out.

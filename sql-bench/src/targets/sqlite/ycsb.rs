@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use common::driver::OpError;
+use common::driver::{OpError, failed};
 use common::pool::{BoxFuture, Connector};
 use common::watchdog::Interrupt;
 use rusqlite::types::ValueRef;
@@ -187,10 +187,6 @@ struct SqliteYcsb {
     conn: Connection,
     lock: Arc<Mutex<()>>,
     sql: Arc<Sql>,
-}
-
-fn failed(e: impl ToString) -> OpError {
-    OpError::Failed(e.to_string())
 }
 
 fn fetched(row: &Row<'_>, fields: usize) -> rusqlite::Result<Fetched> {
