@@ -24,9 +24,13 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     Ok(value as u64)
 }
 
-/// Parses a positive rate in operations per second such as `500`, `5k` or `1.5M`.
+/// Parses a positive rate in operations per second such as `500`, `5k` or `1.5M`, with or
+/// without its unit (`5k/s`).
 pub fn parse_rate(text: &str) -> Result<f64, String> {
-    let value = parse_scaled(text)?;
+    let number = text.trim();
+    let value = parse_scaled(number.strip_suffix("/s").unwrap_or(number)).map_err(|_| {
+        format!("`{text}` is not a rate; write it like 1000, 5k or 1.5M (per second)")
+    })?;
     if value <= 0.0 {
         return Err(format!("`{text}` must be a positive rate"));
     }
@@ -171,6 +175,10 @@ mod tests {
         assert!(parse_count("1.5").is_err());
         assert!(parse_count("-3").is_err());
         assert_eq!(parse_rate("1.5k").unwrap(), 1_500.0);
+        assert_eq!(parse_rate("5k/s").unwrap(), 5_000.0);
+        assert_eq!(parse_rate("250/s").unwrap(), 250.0);
+        assert!(parse_rate("/s").is_err());
+        assert!(parse_rate("5k/m").is_err());
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("-5").is_err());
         assert!(parse_rate("fast").is_err());
