@@ -29,6 +29,24 @@ fn is_storm(cell: &Cell) -> bool {
     cell.workload.starts_with("connect ") || cell.workload.starts_with("idle ")
 }
 
+/// No broker holds a connection in fewer bytes than this: a smaller growth of its resident
+/// memory means it reused memory kept from connections before the run.
+const LEAST_BYTES_PER_CONNECTION: f64 = 64.0;
+
+/// The broker's memory per connection, or why there is no figure: a broker that already held
+/// connections before the run (an earlier run's) keeps their memory and hands it out again, so
+/// its RSS barely grows; the figure is then a fresh broker's to give.
+fn broker_rss_per_connection(bytes: f64) -> String {
+    if bytes < LEAST_BYTES_PER_CONNECTION {
+        format!(
+            "did not grow ({}: memory kept from earlier connections; a fresh broker gives the figure)",
+            format_bytes(bytes as u64)
+        )
+    } else {
+        format_bytes(bytes as u64)
+    }
+}
+
 fn ns(value: Option<f64>) -> String {
     value.map_or("–".into(), |v| format!("{v:.0} ns"))
 }
@@ -159,7 +177,7 @@ pub fn storm_table(report: &Report) -> Option<Table> {
             },
         ),
         ("broker RSS per connection", &|c| {
-            figure(c, "broker_rss_per_conn_bytes").map_or("–".into(), |b| format_bytes(b as u64))
+            figure(c, "broker_rss_per_conn_bytes").map_or("–".into(), broker_rss_per_connection)
         }),
         ("client RSS per connection", &|c| {
             figure(c, "client_rss_per_conn_bytes").map_or("–".into(), |b| format_bytes(b as u64))
@@ -261,4 +279,18 @@ pub fn figures_table(report: &Report) -> Option<Table> {
         rows,
         numeric: true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broker_whose_memory_did_not_grow_gives_no_figure_per_connection() {
+        assert_eq!(broker_rss_per_connection(713.0), "713 B");
+        assert_eq!(
+            broker_rss_per_connection(1.0),
+            "did not grow (1 B: memory kept from earlier connections; a fresh broker gives the figure)"
+        );
+    }
 }
