@@ -39,6 +39,23 @@ fn workloads(report: &Report) -> Vec<&str> {
     seen
 }
 
+/// One row per scenario: its name, then `show` of each system's cell ("–" where it has none).
+fn rows_per_system(report: &Report, show: impl Fn(&Cell) -> String) -> Vec<Vec<String>> {
+    workloads(report)
+        .into_iter()
+        .map(|workload| {
+            let mut row = vec![workload.to_owned()];
+            row.extend(
+                report
+                    .systems
+                    .iter()
+                    .map(|s| find(report, workload, &s.name).map_or("–".into(), &show)),
+            );
+            row
+        })
+        .collect()
+}
+
 fn header(report: &Report, first: &str) -> Vec<String> {
     let mut header = vec![first.to_owned()];
     for s in &report.systems {
@@ -197,27 +214,19 @@ pub fn seed_table(report: &Report) -> Table {
 
 /// Every message accounted for: sent (per subscriber), lost, duplicated, out of order.
 pub fn delivery_table(report: &Report) -> Table {
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.to_owned()];
-            row.extend(report.systems.iter().map(|s| {
-                let Some(d) = find(report, workload, &s.name).and_then(|c| c.extra.get("delivery"))
-                else {
-                    return "–".into();
-                };
-                let n = |k: &str| d[k].as_u64().unwrap_or(0);
-                format!(
-                    "{} / {} / {} / {}",
-                    format_rate(n("sent") as f64),
-                    n("lost"),
-                    n("duplicates"),
-                    n("out_of_order")
-                )
-            }));
-            row
-        })
-        .collect();
+    let rows = rows_per_system(report, |cell| {
+        let Some(d) = cell.extra.get("delivery") else {
+            return "–".into();
+        };
+        let n = |k: &str| d[k].as_u64().unwrap_or(0);
+        format!(
+            "{} / {} / {} / {}",
+            format_rate(n("sent") as f64),
+            n("lost"),
+            n("duplicates"),
+            n("out_of_order")
+        )
+    });
     Table {
         title: "Delivery ledger over the measured rounds: owed / lost / duplicated / out of order"
             .into(),

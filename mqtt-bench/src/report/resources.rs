@@ -6,39 +6,29 @@ use common::human::format_bytes;
 use common::report::Table;
 use common::results::{Cell, Report, median};
 
-use super::{find, header, workloads};
+use super::{header, rows_per_system};
 
 /// CPU per message of the broker and of mqtt-bench, and peak memory, per row and broker.
 pub fn resources_table(report: &Report) -> Table {
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.to_owned()];
-            row.extend(report.systems.iter().map(|s| {
-                let Some(cell) = find(report, workload, &s.name) else {
-                    return "–".into();
-                };
-                let ns = |v: Option<f64>| v.map_or("–".into(), |ns| format!("{ns:.0} ns"));
-                let broker_cpu = ns(cell
-                    .extra
-                    .get("broker_cpu_ns_per_msg")
-                    .and_then(|v| v.as_f64()));
-                let client_cpu = ns(cell.client_cpu_ns_per_op);
-                let rss = |key: &str| {
-                    cell.extra
-                        .get(key)
-                        .and_then(|v| v.as_u64())
-                        .map_or("–".into(), format_bytes)
-                };
-                format!(
-                    "{broker_cpu} / {client_cpu} · {} / {}",
-                    rss("broker_peak_rss_bytes"),
-                    rss("client_peak_rss_bytes")
-                )
-            }));
-            row
-        })
-        .collect();
+    let rows = rows_per_system(report, |cell| {
+        let ns = |v: Option<f64>| v.map_or("–".into(), |ns| format!("{ns:.0} ns"));
+        let broker_cpu = ns(cell
+            .extra
+            .get("broker_cpu_ns_per_msg")
+            .and_then(|v| v.as_f64()));
+        let client_cpu = ns(cell.client_cpu_ns_per_op);
+        let rss = |key: &str| {
+            cell.extra
+                .get(key)
+                .and_then(|v| v.as_u64())
+                .map_or("–".into(), format_bytes)
+        };
+        format!(
+            "{broker_cpu} / {client_cpu} · {} / {}",
+            rss("broker_peak_rss_bytes"),
+            rss("client_peak_rss_bytes")
+        )
+    });
     Table {
         title: "CPU per message, broker / mqtt-bench · peak RSS, broker / mqtt-bench".into(),
         header: header(report, "scenario"),
@@ -117,19 +107,7 @@ pub fn cpu_rounds_table(report: &Report) -> Option<Table> {
     if !any {
         return None;
     }
-    let rows = workloads(report)
-        .into_iter()
-        .map(|workload| {
-            let mut row = vec![workload.to_owned()];
-            row.extend(
-                report
-                    .systems
-                    .iter()
-                    .map(|s| find(report, workload, &s.name).map_or("–".into(), cpu_rounds)),
-            );
-            row
-        })
-        .collect();
+    let rows = rows_per_system(report, cpu_rounds);
     Some(Table {
         title: "CPU per message round by round: mqtt-bench ÷ broker, median [lowest–highest] \
                 over the measured rounds · mqtt-bench / broker ns"
