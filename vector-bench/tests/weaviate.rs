@@ -1,0 +1,132 @@
+//! `vector-bench` against the Weaviate server the test command starts on loopback
+//! (`FAIRBENCH_TEST_WEAVIATE_URL`, from `scripts/services start DIR weaviate`): recall against
+//! the exact ground truth, a filtered family, the index's parameters and each point's ef read
+//! back from the server, the class dropped at the end, and a wrong port refused in one line.
+
+mod support;
+
+use common::exit::Exit;
+use common::results::Status;
+use common::testing::assert_verified;
+use support::*;
+
+fn weaviate_url() -> Option<String> {
+    server_url("FAIRBENCH_TEST_WEAVIATE_URL")
+}
+
+/// The HTTP status of `GET /v1/schema/CLASS` on the server of `url`.
+fn class_status(url: &str, class: &str) -> String {
+    let root = url.replacen("weaviate://", "http://", 1);
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{root}/v1/schema/{class}"))
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Recall at ef 128 on 2,000 × 24 generated rows, k 10 (0.99–1.0 here): well above what a
+/// search that skipped the graph's neighbours or searched another ef would reach.
+const RECALL_FLOOR: f64 = 0.95;
+/// The 10% family at ef 128 (its ground truth is the exact top 10 of the category's rows).
+const FILTERED_RECALL_FLOOR: f64 = 0.9;
+
+#[test]
+fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
+    let Some(url) = weaviate_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let (_dir, out, cache) = run_folders();
+    let target = format!("weaviate={url}");
+    let extra = [
+        "--rows",
+        "2000",
+        "--dims",
+        "24",
+        "--queries",
+        "40",
+        "--ef",
+        "16,48,128",
+        "--connections",
+        "2",
+        "--target",
+        &target,
+        "--namespace",
+        "fbweaviate",
+        "--variants",
+        "f32,int8",
+        "--filters",
+        "none,10pct",
+    ];
+    let summary = run(&args(&out, &cache, &extra)).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit, Exit::NotAllOk, "int8 is refused");
+    assert_matches_schema(&out);
+    let w = &report.systems[0];
+    assert_eq!(w.name, "weaviate");
+    assert!(w.version.starts_with("Weaviate 1."), "{}", w.version);
+    assert_verified(
+        w,
+        &[
+            ("f32.index_type", "hnsw"),
+            ("f32.m", "16"),
+            ("f32.ef_construction", "200"),
+            ("f32.distance", "cosine"),
+            ("f32.flat_search_cutoff", "0"),
+            ("f32.quantization", "none"),
+            ("f32.dimensions", "24"),
+            ("f32.rows", "2000"),
+            ("f32.payload_index", "category (\"int\", indexFilterable)"),
+        ],
+    );
+    for ef in ["16", "48", "128"] {
+        for family in ["unfiltered", "filter 10%"] {
+            let c = cell(
+                report,
+                &format!("f32 · {family} · k 10 · ef {ef}"),
+                "weaviate",
+            );
+            assert_eq!(c.status, Status::Ok, "{c:?}");
+            assert_eq!(c.extra["ef_reported"], ef, "the class's ef read back");
+            assert_eq!(c.extra["score"]["filter_violations"], 0, "{c:?}");
+        }
+    }
+    let unfiltered = recall(cell(report, "f32 · unfiltered · k 10 · ef 128", "weaviate"));
+    assert!(unfiltered >= RECALL_FLOOR, "recall {unfiltered}");
+    let filtered = recall(cell(report, "f32 · filter 10% · k 10 · ef 128", "weaviate"));
+    assert!(
+        filtered >= FILTERED_RECALL_FLOOR,
+        "filtered recall {filtered}"
+    );
+    let c = cell(report, "int8 · unfiltered · k 10 · ef 16", "weaviate");
+    assert_eq!(c.status, Status::Refused);
+    let reason = c.reason.as_deref().unwrap();
+    assert!(reason.contains("not offered"), "{reason}");
+    assert!(reason.contains("quantization"), "{reason}");
+    // The run drops its class (no --keep-data).
+    assert_eq!(class_status(&url, "Fbweaviate_f32"), "404");
+}
+
+#[test]
+fn a_wrong_port_is_refused_in_one_line_and_nothing_is_made() {
+    let Some(url) = weaviate_url() else {
+        return;
+    };
+    let (dir, _, cache) = run_folders();
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("weaviate=weaviate://127.0.0.1:{port}");
+    let out = dir.path().join("run");
+    let extra = ["--target", &target, "--namespace", "fbwvport"];
+    let error = format!("{:#}", run(&args(&out, &cache, &extra)).unwrap_err());
+    assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
+    assert!(error.contains("is the server running?"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+    assert!(!out.exists(), "a results folder was made");
+    assert_eq!(class_status(&url, "Fbwvport_f32"), "404");
+}
