@@ -47,7 +47,7 @@ const ROW: &str = "row";
 const CATEGORY: &str = "category";
 /// The ef of the class `build` makes (the build's own).
 const BUILD_EF: usize = 64;
-const URL_FORM: &str = "write it as weaviate://HOST:PORT[?sslmode=verify-full&cacert=CA.pem]";
+const URL_FORM: &str = "write it as weaviate://HOST:PORT[?filter_strategy=acorn|sweeping&sslmode=verify-full&cacert=CA.pem]";
 
 /// An HTTP client of one Weaviate server.
 #[derive(Clone)]
@@ -183,6 +183,8 @@ pub struct WeaviateTarget {
     root: String,
     tls: TlsState,
     location: Location,
+    /// `filterStrategy` of the classes it creates: `None` leaves Weaviate's default (acorn).
+    filter_strategy: Option<String>,
 }
 
 impl WeaviateTarget {
@@ -204,6 +206,18 @@ impl WeaviateTarget {
             host.to_owned()
         } else {
             format!("{host}:{DEFAULT_PORT}")
+        };
+        let filter_strategy = match common::urlparts::param(&spec.url, &["filterstrategy"]) {
+            None => None,
+            Some((_, s)) if s == "acorn" || s == "sweeping" => Some(s),
+            Some((_, other)) => {
+                return Err(TargetError::Url {
+                    url: spec.url_redacted(),
+                    message: format!(
+                        "filter_strategy={other}: use acorn (Weaviate's default) or sweeping"
+                    ),
+                });
+            }
         };
         let identity = Identity::of(spec, "weaviate");
         let settings = reach.tls(spec)?;
@@ -254,6 +268,7 @@ impl WeaviateTarget {
             root,
             tls,
             location: location_of_host(host_of(&host)),
+            filter_strategy,
         }))
     }
 
@@ -437,7 +452,7 @@ impl VectorTarget for WeaviateTarget {
                 let path = format!("/schema/{class}");
                 self.answer(self.http.ok("DELETE", &path, None).await)?;
             }
-            let create = json!({
+            let mut create = json!({
                 "class": class,
                 "description": MARKER,
                 "vectorizer": "none",
@@ -455,8 +470,11 @@ impl VectorTarget for WeaviateTarget {
                     { "name": CATEGORY, "dataType": ["int"], "indexFilterable": true,
                       "indexSearchable": false },
                 ],
-            })
-            .to_string();
+            });
+            if let Some(strategy) = &self.filter_strategy {
+                create["vectorIndexConfig"]["filterStrategy"] = json!(strategy);
+            }
+            let create = create.to_string();
             self.answer(self.http.ok("POST", "/schema", Some(create.into())).await)?;
             let began = Instant::now();
             let batch = batch.max(1);
