@@ -147,3 +147,82 @@ fn an_unknown_filter_strategy_is_refused_in_one_line() {
     assert!(!error.contains('\n'), "{error}");
     assert!(!out.exists(), "a results folder was made");
 }
+
+/// A class of fairbench's with another dimension, and a class fairbench did not create, are
+/// refused in one line before anything is written; a run with the same dimension replaces
+/// fairbench's own class and drops it.
+#[test]
+fn a_class_of_another_dimension_or_not_fairbenchs_is_refused_in_one_line() {
+    let Some(url) = weaviate_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let (dir, _, cache) = run_folders();
+    let target = format!("weaviate={url}?filter_strategy=sweeping");
+    let quick = |namespace: &'static str, dims: &'static str, out: &str, keep: bool| {
+        let mut extra = vec![
+            "--target",
+            target.as_str(),
+            "--namespace",
+            namespace,
+            "--variants",
+            "f32",
+            "--filters",
+            "none",
+            "--ef",
+            "16",
+            "--rounds",
+            "1",
+            "--rows",
+            "300",
+            "--dims",
+            dims,
+            "--queries",
+            "10",
+        ];
+        if keep {
+            extra.push("--keep-data");
+        }
+        let out = dir.path().join(out);
+        (run(&args(&out, &cache, &extra)), out)
+    };
+    quick("fbwvdims", "16", "a", true).0.unwrap();
+    assert_eq!(
+        class_status(&url, "Fbwvdims_f32"),
+        "200",
+        "--keep-data kept it"
+    );
+    let (refused, out) = quick("fbwvdims", "24", "b", false);
+    let error = format!("{:#}", refused.unwrap_err());
+    assert!(
+        error.contains("class Fbwvdims_f32 holds 16-dimension vectors, the dataset has 24"),
+        "{error}"
+    );
+    assert!(!error.contains('\n'), "{error}");
+    assert!(!out.exists());
+    quick("fbwvdims", "16", "c", false).0.unwrap();
+    assert_eq!(class_status(&url, "Fbwvdims_f32"), "404");
+
+    // A class of the same name that fairbench did not create (no mark in its description).
+    let root = url.replacen("weaviate://", "http://", 1);
+    let create = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-XPOST"])
+        .args(["-H", "content-type: application/json", "-d"])
+        .arg(r#"{"class":"Fbwvforeign_f32","vectorizer":"none"}"#)
+        .arg(format!("{root}/v1/schema"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&create.stdout), "200");
+    let (refused, out) = quick("fbwvforeign", "16", "d", false);
+    let error = format!("{:#}", refused.unwrap_err());
+    let _ = std::process::Command::new("curl")
+        .args(["-s", "-XDELETE"])
+        .arg(format!("{root}/v1/schema/Fbwvforeign_f32"))
+        .output();
+    assert!(
+        error.contains("class Fbwvforeign_f32 exists but was not created by fairbench"),
+        "{error}"
+    );
+    assert!(!error.contains('\n'), "{error}");
+    assert!(!out.exists());
+}
