@@ -226,3 +226,59 @@ fn a_class_of_another_dimension_or_not_fairbenchs_is_refused_in_one_line() {
     assert!(!error.contains('\n'), "{error}");
     assert!(!out.exists());
 }
+
+/// A search past `--ceiling` is dropped (its HTTP request with it) and is a `timeout`, never an
+/// `error`; the build's requests and each point's ef change are not cut by the per-search
+/// ceiling, and the run goes on to the next ef point.
+#[test]
+fn weaviate_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
+    let Some(url) = weaviate_url() else {
+        return;
+    };
+    let _servers = lock_servers();
+    let (_dir, out, cache) = run_folders();
+    let target = format!("weaviate={url}");
+    let extra = [
+        "--rows",
+        "2000",
+        "--dims",
+        "24",
+        "--queries",
+        "40",
+        "--ef",
+        "16,48",
+        "--target",
+        &target,
+        "--namespace",
+        "fbwvceiling",
+        "--variants",
+        "f32",
+        "--filters",
+        "none",
+        "--ceiling",
+        "1us",
+    ];
+    let summary = run(&args(&out, &cache, &extra)).unwrap();
+    let report = &summary.report;
+    assert_eq!(summary.exit, Exit::NotAllOk);
+    let cells: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.system == "weaviate")
+        .collect();
+    assert_eq!(cells.len(), 2, "both ef points were tried: {cells:#?}");
+    for cell in &cells {
+        assert_eq!(cell.status, Status::Timeout, "{cell:?}");
+        let reason = cell.reason.as_deref().unwrap();
+        // Tokio's timer rounds the ceiling up to a millisecond, within which a loopback search
+        // of 2,000 rows may end: the first search past it need not be query 0's.
+        assert!(
+            reason.starts_with("warm-up 1: latency pass: the search of query ")
+                && reason.contains("was still running at the ceiling (--ceiling 1µs)"),
+            "{reason}"
+        );
+        assert_eq!(cell.counts.error, 0, "{cell:?}");
+    }
+    assert_eq!(report.systems[0].verified["f32.rows"], "2000");
+    assert_eq!(class_status(&url, "Fbwvceiling_f32"), "404");
+}
