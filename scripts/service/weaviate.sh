@@ -27,7 +27,8 @@ install_weaviate() {
   fi
   log "building Weaviate $WEAVIATE_VERSION (go install, about 8.5 minutes on 2 cores) into $WEAVIATE_CACHE"
   mkdir -p "$WEAVIATE_CACHE"
-  GOBIN="$WEAVIATE_CACHE/bin" GOPATH="$WEAVIATE_CACHE/go" GOFLAGS=-modcacherw CGO_ENABLED=0 \
+  # cgo as Go's default leaves it (Weaviate's own Dockerfile builds with CGO_ENABLED=1).
+  GOBIN="$WEAVIATE_CACHE/bin" GOPATH="$WEAVIATE_CACHE/go" GOFLAGS=-modcacherw \
     "$go" install "github.com/weaviate/weaviate/cmd/weaviate-server@$WEAVIATE_VERSION" >&2 \
     || die "go install of Weaviate $WEAVIATE_VERSION failed"
   touch "$WEAVIATE_CACHE/ready-$WEAVIATE_VERSION"
