@@ -9,6 +9,7 @@ pub mod qdrant;
 #[cfg(feature = "qdrant-edge")]
 pub mod qdrant_edge;
 pub mod usearch;
+pub mod weaviate;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -249,9 +250,10 @@ pub async fn open(
         "postgres" | "postgresql" | "pgvector" => pgvector::PgvectorTarget::open(spec, reach).await,
         "chroma" => chroma::ChromaTarget::open(spec, reach, bounds).await,
         "qdrant" => qdrant::QdrantTarget::open(spec, reach, bounds).await,
+        "weaviate" => weaviate::WeaviateTarget::open(spec, reach, bounds).await,
         _ => Err(TargetError::unknown_scheme(
             spec,
-            "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT or qdrant://HOST:PORT (gRPC)",
+            "usearch, qdrant-edge, postgres://… (pgvector), chroma://HOST:PORT, qdrant://HOST:PORT (gRPC) or weaviate://HOST:PORT",
         )),
     }
 }
