@@ -50,3 +50,41 @@ impl Access {
         builder.build()
     }
 }
+
+/// An error and its causes on one line, each cause once (reqwest's own line names only the
+/// request; `Connection refused` is in a source).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The status and JSON body of an answer (`Null` when the body is empty); `request` (`GET
+/// /v1/meta`) opens every error: no answer, a body cut short, a body that is not JSON.
+pub async fn json_answer(
+    answer: reqwest::Result<reqwest::Response>,
+    request: &str,
+) -> Result<(u16, serde_json::Value), String> {
+    let response = answer.map_err(|e| format!("{request}: {}", error_chain(&e)))?;
+    let status = response.status().as_u16();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| format!("{request}: reading the answer: {}", error_chain(&e)))?;
+    if bytes.is_empty() {
+        return Ok((status, serde_json::Value::Null));
+    }
+    let value = serde_json::from_slice(&bytes).map_err(|e| {
+        let text = String::from_utf8_lossy(&bytes);
+        format!("{request}: the answer is not JSON ({e}): {text:.200}")
+    })?;
+    Ok((status, value))
+}

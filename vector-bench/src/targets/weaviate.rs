@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::driver::OpError;
-use common::http::Access;
+use common::http::{Access, error_chain, json_answer};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
@@ -57,17 +57,6 @@ struct Http {
     base: String,
 }
 
-/// Every cause of `error`, joined: reqwest's own line names only the request.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        let _ = write!(text, ": {cause}");
-        next = cause.source();
-    }
-    text
-}
-
 /// Weaviate's own words in an error answer (`{"error":[{"message":…}]}`, GraphQL's `errors`).
 fn message(value: &Value) -> String {
     let list = value.get("error").or_else(|| value.get("errors"));
@@ -86,7 +75,9 @@ impl Http {
     fn new(root: &str, access: &Access, timeout: Option<Duration>) -> Result<Http, String> {
         let user_agent = concat!("vector-bench/", env!("CARGO_PKG_VERSION"));
         Ok(Http {
-            client: access.client(user_agent, timeout).map_err(|e| chain(&e))?,
+            client: access
+                .client(user_agent, timeout)
+                .map_err(|e| error_chain(&e))?,
             base: format!("{root}/v1"),
         })
     }
@@ -112,24 +103,11 @@ impl Http {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<(u16, Value), String> {
-        let response = self
-            .send(method, path, body)
-            .await
-            .map_err(|e| format!("{method} {path}: {}", chain(&e)))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| format!("{method} {path}: reading the answer: {}", chain(&e)))?;
-        let value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                let text = String::from_utf8_lossy(&bytes);
-                format!("{method} {path}: the answer is not JSON ({e}): {text:.200}")
-            })?
-        };
-        Ok((status, value))
+        json_answer(
+            self.send(method, path, body).await,
+            &format!("{method} {path}"),
+        )
+        .await
     }
 
     /// As [`Http::call`], failing on any status but 2xx, and on GraphQL errors.
@@ -247,7 +225,7 @@ impl WeaviateTarget {
             if let Some(tls) = common::tls::explain(&e, &settings.host) {
                 return identity.connect_error(tls);
             }
-            let text = chain(&e);
+            let text = error_chain(&e);
             let hint = if text.contains("refused") {
                 " — is the server running? (scripts/services start)"
             } else {

@@ -25,7 +25,8 @@ use reqwest::header::HeaderValue;
 use reqwest::{Client, Method, StatusCode, Url};
 use serde_json::{Value, json};
 
-use replies::{chain, error_reason, parse_answer, path_from_fs_stats, path_from_settings};
+use common::http::error_chain;
+use replies::{error_reason, parse_answer, path_from_fs_stats, path_from_settings};
 use sessions::{BulkClient, SearchClient};
 
 use super::{
@@ -187,26 +188,27 @@ impl ElasticTarget {
             if let Some(tls) = common::tls::explain(&e, self.host()) {
                 return self.identity.connect_error(tls);
             }
-            let closed = chain(&e).contains("connection closed before message completed");
+            let closed = error_chain(&e).contains("connection closed before message completed");
             if e.is_connect() || (e.is_timeout() && path.is_empty()) || (closed && path.is_empty())
             {
-                let hint = if chain(&e).contains("refused") {
+                let hint = if error_chain(&e).contains("refused") {
                     " — is the server running? (scripts/services start)"
                 } else if closed && self.base.scheme() == "http" {
                     " — is this an https port? (use https://)"
                 } else {
                     ""
                 };
-                self.identity.connect_error(format!("{}{hint}", chain(&e)))
+                self.identity
+                    .connect_error(format!("{}{hint}", error_chain(&e)))
             } else {
-                self.error(format!("{method} /{path}: {}", chain(&e)))
+                self.error(format!("{method} /{path}: {}", error_chain(&e)))
             }
         })?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(|e| {
             self.error(format!(
                 "{method} /{path}: reading the answer: {}",
-                chain(&e)
+                error_chain(&e)
             ))
         })?;
         Ok((status, bytes))
@@ -326,7 +328,7 @@ impl ElasticTarget {
                     .get(base)
                     .send()
                     .await
-                    .map_err(|e| identity.connect_error(chain(&e)).to_string())?;
+                    .map_err(|e| identity.connect_error(error_chain(&e)).to_string())?;
                 // Reading the body returns the connection to the client's pool for reuse.
                 let _ = response.bytes().await;
                 Ok(client)

@@ -1,27 +1,12 @@
-//! What an Elasticsearch-API server sends back, read into what search-bench needs: a client
-//! error with its causes, the server's reason for a refusal, a `_search` answer (whose total
-//! must be exact), the first failed item of a `_bulk` answer, and where the node keeps its data.
+//! What an Elasticsearch-API server sends back, read into what search-bench needs: the
+//! server's reason for a refusal, a `_search` answer (whose total must be exact), the first
+//! failed item of a `_bulk` answer, and where the node keeps its data.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::answer::{Answer, parse_buckets};
-
-/// The error and its causes in one line (reqwest keeps `Connection refused` in a source).
-pub(super) fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
 
 /// The server's own reason from an error body (`{"error":{"type","reason"}}`), else the text.
 pub(super) fn error_reason(body: &[u8]) -> String {

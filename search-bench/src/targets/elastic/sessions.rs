@@ -8,10 +8,11 @@ use common::driver::OpError;
 use common::target::op_error;
 use reqwest::{Client, Url};
 
-use super::replies::{bulk_item_error, chain, error_reason};
+use super::replies::{bulk_item_error, error_reason};
 use crate::corpus::Bulk;
 use crate::queries::QueryKind;
 use crate::session::{BulkSession, SearchSession};
+use common::http::error_chain;
 
 /// Whether a request error means the connection is gone (the worker stops) or only this
 /// request failed.
@@ -34,12 +35,12 @@ impl BulkSession for BulkClient {
             .body(bulk.body.clone())
             .send()
             .await
-            .map_err(|e| op_error(is_fatal(&e), chain(&e)))?;
+            .map_err(|e| op_error(is_fatal(&e), error_chain(&e)))?;
         let status = response.status();
         let body = response
             .bytes()
             .await
-            .map_err(|e| op_error(true, chain(&e)))?;
+            .map_err(|e| op_error(true, error_chain(&e)))?;
         if !status.is_success() {
             return Err(OpError::Failed(format!(
                 "HTTP {} from _bulk: {}",
@@ -74,13 +75,13 @@ impl SearchSession for SearchClient {
             .body(body)
             .send()
             .await
-            .map_err(|e| op_error(is_fatal(&e), chain(&e)))?;
+            .map_err(|e| op_error(is_fatal(&e), error_chain(&e)))?;
         let status = response.status();
         // The whole answer is read, as a client must, so the connection can carry the next.
         let answer = response
             .bytes()
             .await
-            .map_err(|e| op_error(true, chain(&e)))?;
+            .map_err(|e| op_error(true, error_chain(&e)))?;
         if status.is_success() {
             Ok(())
         } else {

@@ -3,11 +3,11 @@
 //! `Authorization: Bearer` header, and the connect phase's first request, whose failures
 //! (TLS, refused, plaintext to a TLS port, a token wanted) are one line each.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use bytes::Bytes;
 pub(super) use common::http::Access;
+use common::http::{error_chain, json_answer};
 use common::options::TargetSpec;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, Method};
@@ -29,17 +29,6 @@ pub(super) struct Http {
     timeout: Option<Duration>,
 }
 
-/// Every cause of `error`, joined: reqwest's own line names only the request.
-pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        let _ = write!(text, ": {cause}");
-        next = cause.source();
-    }
-    text
-}
-
 impl Http {
     pub(super) fn new(
         root: &str,
@@ -51,7 +40,7 @@ impl Http {
         let user_agent = concat!("vector-bench/", env!("CARGO_PKG_VERSION"));
         let client = access.client(user_agent, None);
         Ok(Http {
-            client: client.map_err(|e| chain(&e))?,
+            client: client.map_err(|e| error_chain(&e))?,
             base: format!("{root}/api/v2/tenants/{tenant}/databases/{database}"),
             root: root.to_owned(),
             timeout,
@@ -109,24 +98,11 @@ impl Http {
         body: Option<Bytes>,
     ) -> Result<(u16, Value), String> {
         let url = self.url(path);
-        let response = self
-            .send(method, path, body)
-            .await
-            .map_err(|e| format!("{method} {url}: {}", chain(&e)))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| format!("{method} {url}: reading the answer: {}", chain(&e)))?;
-        let value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                let text = String::from_utf8_lossy(&bytes);
-                format!("{method} {url}: the answer is not JSON ({e}): {text:.200}")
-            })?
-        };
-        Ok((status, value))
+        json_answer(
+            self.send(method, path, body).await,
+            &format!("{method} {url}"),
+        )
+        .await
     }
 
     /// As [`Http::call`], failing on any status but 2xx with the server's message.
@@ -180,7 +156,7 @@ pub(super) async fn heartbeat(
         if let Some(tls) = common::tls::explain(&e, host) {
             return identity.connect_error(tls);
         }
-        let text = chain(&e);
+        let text = error_chain(&e);
         let hint = if text.contains("refused") {
             " — is the server running? (scripts/services start)"
         } else if !tls && (e.is_request() || text.contains("closed") || text.contains("reset")) {
