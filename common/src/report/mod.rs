@@ -502,19 +502,12 @@ pub fn floor_text(ns: u64) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::results::{Counts, Percentiles, Throughput, VerdictKind};
+    use crate::results::{Counts, VerdictKind};
+    use crate::testing::synthetic_cell;
 
     pub fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
-        let mut cell = Cell::new(workload, system, "ops/s", 16, rounds.len() as u32);
-        cell.throughput = Throughput::from_rounds(rounds.to_vec());
-        cell.latency_ns = Some(Percentiles {
-            p50: 550_000,
-            p95: 900_000,
-            p99: 1_200_000,
-            p999: 2_000_000,
-            max: 5_000_000,
-            mean: 600_000.0,
-        });
+        let latency = [550_000, 900_000, 1_200_000, 2_000_000, 5_000_000];
+        let mut cell = synthetic_cell((workload, system, "ops/s"), 16, rounds, latency, 600_000.0);
         cell.counts = Counts {
             ok: 1_000,
             error: 0,

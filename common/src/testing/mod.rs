@@ -35,7 +35,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::environment::Environment;
-use crate::results::{Cell, Report, SystemInfo};
+use crate::results::{Cell, Percentiles, Report, SystemInfo, Throughput};
 use crate::run::Summary;
 
 /// Servers are shared by every test in a test binary; one test uses them at a time.
@@ -221,6 +221,28 @@ pub fn synthetic_system(name: &str) -> SystemInfo {
         version: format!("{name} 1.0"),
         ..SystemInfo::default()
     }
+}
+
+/// A synthetic report's cell: `rounds` as its throughput per round and its latency percentiles
+/// `[p50, p95, p99, p99.9, max]` with their `mean`, all in ns; no timing of a real run.
+pub fn synthetic_cell(
+    (workload, system, unit): (&str, &str, &str),
+    clients: u32,
+    rounds: &[f64],
+    [p50, p95, p99, p999, max]: [u64; 5],
+    mean: f64,
+) -> Cell {
+    let mut cell = Cell::new(workload, system, unit, clients, rounds.len() as u32);
+    cell.throughput = Throughput::from_rounds(rounds.to_vec());
+    cell.latency_ns = Some(Percentiles {
+        p50,
+        p95,
+        p99,
+        p999,
+        max,
+        mean,
+    });
+    cell
 }
 
 /// The cell of `workload` on `system`; panics naming every cell there is when there is none.

@@ -289,7 +289,8 @@ impl ToolReport for GeoReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use common::results::{Percentiles, SystemInfo, Throughput};
+    use common::results::SystemInfo;
+    use common::testing::synthetic_cell;
 
     fn cell(
         workload: &str,
@@ -299,22 +300,9 @@ pub(crate) mod tests {
         clients: u64,
         rounds: &[f64],
     ) -> Cell {
-        let mut c = Cell::new(
-            workload,
-            system,
-            "events/s",
-            clients as u32,
-            rounds.len() as u32,
-        );
-        c.throughput = Throughput::from_rounds(rounds.to_vec());
-        c.latency_ns = Some(Percentiles {
-            p50: 600_000,
-            p95: 900_000,
-            p99: 1_500_000,
-            p999: 2_000_000,
-            max: 3_000_000,
-            mean: 650_000.0,
-        });
+        let latency = [600_000, 900_000, 1_500_000, 2_000_000, 3_000_000];
+        let what = (workload, system, "events/s");
+        let mut c = synthetic_cell(what, clients as u32, rounds, latency, 650_000.0);
         c.extra.insert("family".into(), json!(family));
         c.extra.insert("batch_size".into(), json!(batch));
         c.extra.insert("clients".into(), json!(clients));

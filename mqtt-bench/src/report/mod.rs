@@ -409,20 +409,12 @@ pub fn notes(opts: &Opts, systems: &[SystemInfo], fd: &FdLimit) -> Vec<String> {
 mod tests {
     use super::*;
     use common::environment::Environment;
-    use common::results::{Percentiles, Throughput};
+    use common::testing::synthetic_cell;
     use serde_json::json;
 
     fn cell(workload: &str, system: &str, rounds: &[f64]) -> Cell {
-        let mut cell = Cell::new(workload, system, "msg/s", 2, rounds.len() as u32);
-        cell.throughput = Throughput::from_rounds(rounds.to_vec());
-        cell.latency_ns = Some(Percentiles {
-            p50: 19_000,
-            p95: 25_000,
-            p99: 27_000,
-            p999: 90_000,
-            max: 1_000_000,
-            mean: 20_000.0,
-        });
+        let latency = [19_000, 25_000, 27_000, 90_000, 1_000_000];
+        let mut cell = synthetic_cell((workload, system, "msg/s"), 2, rounds, latency, 20_000.0);
         cell.client_cpu_ns_per_op = Some(150.0);
         cell.extra.insert(
             "delivery".into(),
