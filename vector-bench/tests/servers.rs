@@ -263,43 +263,7 @@ fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
         return;
     };
     let _servers = lock_servers();
-    let (_dir, out, cache) = run_folders();
-    let target = format!("chroma={chroma}");
-    let extra = with_small(&[
-        "--target",
-        &target,
-        "--namespace",
-        "fbceiling",
-        "--variants",
-        "f32",
-        "--filters",
-        "none",
-        "--ceiling",
-        "1us",
-    ]);
-    let summary = run(&args(&out, &cache, &extra)).unwrap();
-    let report = &summary.report;
-    assert_eq!(summary.exit, Exit::NotAllOk);
-    let chroma: Vec<_> = report
-        .cells
-        .iter()
-        .filter(|c| c.system == "chroma")
-        .collect();
-    assert_eq!(chroma.len(), 2, "both ef points were tried: {chroma:#?}");
-    for cell in &chroma {
-        assert_eq!(cell.status, Status::Timeout, "{cell:?}");
-        let reason = cell.reason.as_deref().unwrap();
-        assert!(
-            reason.starts_with(
-                "warm-up 1: latency pass: the search of query 0 was still running at the ceiling (--ceiling 1µs)"
-            ),
-            "{reason}"
-        );
-        assert_eq!(cell.counts.error, 0, "{cell:?}");
-        assert!(cell.throughput.is_none(), "{cell:?}");
-    }
-    // The build ran to the end and was read back: its requests are not searches.
-    assert_eq!(report.systems[0].verified["f32.rows"], "2000");
+    let (_summary, _dir, out) = run_past_the_ceiling("chroma", &chroma, "fbceiling");
     let json = read_json(&out);
     let builds = json["extra"]["builds"].as_array().unwrap();
     assert!(

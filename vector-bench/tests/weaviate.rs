@@ -236,49 +236,6 @@ fn weaviate_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
         return;
     };
     let _servers = lock_servers();
-    let (_dir, out, cache) = run_folders();
-    let target = format!("weaviate={url}");
-    let extra = [
-        "--rows",
-        "2000",
-        "--dims",
-        "24",
-        "--queries",
-        "40",
-        "--ef",
-        "16,48",
-        "--target",
-        &target,
-        "--namespace",
-        "fbwvceiling",
-        "--variants",
-        "f32",
-        "--filters",
-        "none",
-        "--ceiling",
-        "1us",
-    ];
-    let summary = run(&args(&out, &cache, &extra)).unwrap();
-    let report = &summary.report;
-    assert_eq!(summary.exit, Exit::NotAllOk);
-    let cells: Vec<_> = report
-        .cells
-        .iter()
-        .filter(|c| c.system == "weaviate")
-        .collect();
-    assert_eq!(cells.len(), 2, "both ef points were tried: {cells:#?}");
-    for cell in &cells {
-        assert_eq!(cell.status, Status::Timeout, "{cell:?}");
-        let reason = cell.reason.as_deref().unwrap();
-        // Tokio's timer rounds the ceiling up to a millisecond, within which a loopback search
-        // of 2,000 rows may end: the first search past it need not be query 0's.
-        assert!(
-            reason.starts_with("warm-up 1: latency pass: the search of query ")
-                && reason.contains("was still running at the ceiling (--ceiling 1µs)"),
-            "{reason}"
-        );
-        assert_eq!(cell.counts.error, 0, "{cell:?}");
-    }
-    assert_eq!(report.systems[0].verified["f32.rows"], "2000");
+    run_past_the_ceiling("weaviate", &url, "fbwvceiling");
     assert_eq!(class_status(&url, "Fbwvceiling_f32"), "404");
 }

@@ -37,3 +37,60 @@ pub fn data_dir() -> PathBuf {
 pub fn recall(cell: &common::results::Cell) -> f64 {
     cell.extra["recall"].as_f64().expect("a recall")
 }
+
+/// Runs `--target NAME=URL` on 2,000 × 24 rows, ef 16 and 48, f32 without filters, with
+/// `--ceiling 1us`, so that every search is past the ceiling, and checks what any target must
+/// show then: the run exits `NotAllOk`; both ef points were tried, each a `timeout` (no error,
+/// no throughput) whose reason names the ceiling; the build ran to its end and was read back.
+/// Returns the run's summary for the target's own checks, and the folder that holds it.
+pub fn run_past_the_ceiling(
+    name: &str,
+    url: &str,
+    namespace: &str,
+) -> (common::run::Summary, tempfile::TempDir, PathBuf) {
+    let (dir, out, cache) = run_folders();
+    let target = format!("{name}={url}");
+    let extra = [
+        "--rows",
+        "2000",
+        "--dims",
+        "24",
+        "--queries",
+        "40",
+        "--ef",
+        "16,48",
+        "--connections",
+        "2",
+        "--target",
+        &target,
+        "--namespace",
+        namespace,
+        "--variants",
+        "f32",
+        "--filters",
+        "none",
+        "--ceiling",
+        "1us",
+    ];
+    let summary = run(&args(&out, &cache, &extra)).unwrap();
+    assert_eq!(summary.exit, common::exit::Exit::NotAllOk);
+    let report = &summary.report;
+    let cells: Vec<_> = report.cells.iter().filter(|c| c.system == name).collect();
+    assert_eq!(cells.len(), 2, "both ef points were tried: {cells:#?}");
+    for cell in &cells {
+        assert_eq!(cell.status, common::results::Status::Timeout, "{cell:?}");
+        let reason = cell.reason.as_deref().unwrap();
+        // Tokio's timer rounds the ceiling up to a millisecond, within which a loopback search
+        // of 2,000 rows may end: the first search past it need not be query 0's.
+        assert!(
+            reason.starts_with("warm-up 1: latency pass: the search of query ")
+                && reason.contains("was still running at the ceiling (--ceiling 1µs)"),
+            "{reason}"
+        );
+        assert_eq!(cell.counts.error, 0, "{cell:?}");
+        assert!(cell.throughput.is_none(), "{cell:?}");
+    }
+    // The build's requests are not searches: it ran to the end and was read back.
+    assert_eq!(report.systems[0].verified["f32.rows"], "2000");
+    (summary, dir, out)
+}
