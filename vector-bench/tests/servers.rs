@@ -17,25 +17,6 @@ fn chroma_url() -> Option<String> {
     server_url("FAIRBENCH_TEST_CHROMA_URL")
 }
 
-const SMALL: &[&str] = &[
-    "--rows",
-    "2000",
-    "--dims",
-    "24",
-    "--queries",
-    "40",
-    "--ef",
-    "16,48",
-    "--connections",
-    "2",
-];
-
-fn with_small<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut all: Vec<&str> = SMALL.to_vec();
-    all.extend_from_slice(extra);
-    all
-}
-
 #[test]
 fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
     let (Some(pg), Some(chroma)) = (pgvector_url(), chroma_url()) else {

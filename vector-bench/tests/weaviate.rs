@@ -41,17 +41,9 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
     // Sweeping: ACORN, Weaviate's default, can return one row twice in a filtered answer
     // (weaviate/weaviate#13121), which the sweep marks invalid.
     let target = format!("weaviate={url}?filter_strategy=sweeping");
-    let extra = [
-        "--rows",
-        "2000",
-        "--dims",
-        "24",
-        "--queries",
-        "40",
+    let extra = with_small(&[
         "--ef",
         "16,48,128",
-        "--connections",
-        "2",
         "--target",
         &target,
         "--namespace",
@@ -60,7 +52,7 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
         "f32,int8",
         "--filters",
         "none,10pct",
-    ];
+    ]);
     let summary = run(&args(&out, &cache, &extra)).unwrap();
     let report = &summary.report;
     assert_eq!(summary.exit, Exit::NotAllOk, "int8 is refused");

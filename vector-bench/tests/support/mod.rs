@@ -38,9 +38,35 @@ pub fn recall(cell: &common::results::Cell) -> f64 {
     cell.extra["recall"].as_f64().expect("a recall")
 }
 
-/// Runs `--target NAME=URL` on 2,000 × 24 rows, ef 16 and 48, f32 without filters, with
-/// `--ceiling 1us`, so that every search is past the ceiling, and checks what any target must
-/// show then: the run exits `NotAllOk`; both ef points were tried, each a `timeout` (no error,
+/// A sweep a server answers in seconds: 2,000 × 24 rows, 40 queries, ef 16 and 48, two
+/// connections.
+pub const SMALL: &[&str] = &[
+    "--rows",
+    "2000",
+    "--dims",
+    "24",
+    "--queries",
+    "40",
+    "--ef",
+    "16,48",
+    "--connections",
+    "2",
+];
+
+/// The pairs of [`SMALL`] that `extra` does not set, then `extra` (which so overrides them).
+pub fn with_small<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all: Vec<&str> = SMALL
+        .chunks(2)
+        .filter(|pair| !extra.contains(&pair[0]))
+        .flatten()
+        .copied()
+        .collect();
+    all.extend_from_slice(extra);
+    all
+}
+
+/// Runs `--target NAME=URL` on [`SMALL`], f32 without filters, with `--ceiling 1us`, so that
+/// every search is past the ceiling, and checks what any target must show then: the run exits `NotAllOk`; both ef points were tried, each a `timeout` (no error,
 /// no throughput) whose reason names the ceiling; the build ran to its end and was read back.
 /// Returns the run's summary for the target's own checks, and the folder that holds it.
 pub fn run_past_the_ceiling(
@@ -50,17 +76,7 @@ pub fn run_past_the_ceiling(
 ) -> (common::run::Summary, tempfile::TempDir, PathBuf) {
     let (dir, out, cache) = run_folders();
     let target = format!("{name}={url}");
-    let extra = [
-        "--rows",
-        "2000",
-        "--dims",
-        "24",
-        "--queries",
-        "40",
-        "--ef",
-        "16,48",
-        "--connections",
-        "2",
+    let extra = with_small(&[
         "--target",
         &target,
         "--namespace",
@@ -71,7 +87,7 @@ pub fn run_past_the_ceiling(
         "none",
         "--ceiling",
         "1us",
-    ];
+    ]);
     let summary = run(&args(&out, &cache, &extra)).unwrap();
     assert_eq!(summary.exit, common::exit::Exit::NotAllOk);
     let report = &summary.report;
