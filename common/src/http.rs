@@ -51,6 +51,23 @@ impl Access {
     }
 }
 
+/// A request of `method` (`GET`, `POST`, …) to `url`, with `body` as JSON when there is one.
+pub fn json_request(
+    client: &Client,
+    method: &str,
+    url: String,
+    body: Option<impl Into<reqwest::Body>>,
+) -> reqwest::RequestBuilder {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+    let request = client.request(method, url);
+    match body {
+        Some(body) => request
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body),
+        None => request,
+    }
+}
+
 /// An error and its causes on one line, each cause once (reqwest's own line names only the
 /// request; `Connection refused` is in a source).
 pub fn error_chain(e: &dyn std::error::Error) -> String {

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::driver::OpError;
-use common::http::{Access, error_chain, json_answer};
+use common::http::{Access, error_chain, json_answer, json_request};
 use common::options::TargetSpec;
 use common::pool::{BoxFuture, Connector};
 use common::results::Location;
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use reqwest::{Client, Method};
+use reqwest::Client;
+use reqwest::header::HeaderValue;
 use serde_json::{Value, json};
 
 use super::{
@@ -88,12 +88,8 @@ impl Http {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        let method = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        let mut request = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.header(CONTENT_TYPE, "application/json").body(body);
-        }
-        request.send().await
+        let url = format!("{}{path}", self.base);
+        json_request(&self.client, method, url, body).send().await
     }
 
     /// Sends a request and returns the status and the JSON body.

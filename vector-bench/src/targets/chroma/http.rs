@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 pub(super) use common::http::Access;
-use common::http::{error_chain, json_answer};
+use common::http::{error_chain, json_answer, json_request};
 use common::options::TargetSpec;
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use reqwest::{Client, Method};
+use reqwest::Client;
+use reqwest::header::HeaderValue;
 use serde_json::Value;
 
 use super::{Identity, Reach, TargetError};
@@ -79,13 +79,9 @@ impl Http {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        let method = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        let mut request = self.client.request(method, self.url(path));
+        let mut request = json_request(&self.client, method, self.url(path), body);
         if let Some(timeout) = self.timeout {
             request = request.timeout(timeout);
-        }
-        if let Some(body) = body {
-            request = request.header(CONTENT_TYPE, "application/json").body(body);
         }
         request.send().await
     }
