@@ -128,15 +128,70 @@ pub struct AsyncSessions;
 /// Sessions whose operations block (one thread each in a window).
 pub struct BlockingSessions;
 
+/// How a window drives operations `O`: [`AsyncSessions`] on tasks ([`Pool::run_async`]),
+/// [`BlockingSessions`] on threads ([`Pool::run_blocking`]). A tool writes its workers once,
+/// generic over the kind, instead of once per kind.
+pub trait Drive<O>: Send + 'static {
+    fn window<S: Send + 'static>(
+        pool: &mut Pool<S>,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O + Send,
+        back: impl FnMut(O) -> S + Send,
+    ) -> impl Future<Output = Result<WindowOutcome, String>> + Send;
+}
+
+impl<O: Operation + 'static> Drive<O> for AsyncSessions {
+    fn window<S: Send + 'static>(
+        pool: &mut Pool<S>,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O + Send,
+        back: impl FnMut(O) -> S + Send,
+    ) -> impl Future<Output = Result<WindowOutcome, String>> + Send {
+        pool.run_async(n, plan, make, back)
+    }
+}
+
+impl<O: BlockingOperation + 'static> Drive<O> for BlockingSessions {
+    fn window<S: Send + 'static>(
+        pool: &mut Pool<S>,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O + Send,
+        back: impl FnMut(O) -> S + Send,
+    ) -> impl Future<Output = Result<WindowOutcome, String>> + Send {
+        pool.run_blocking(n, plan, make, back)
+    }
+}
+
 impl<S: Send + 'static, K> Held<S, K> {
     /// Opens `size` sessions before anything is measured ([`Pool::open`]).
     pub async fn open(size: usize, connect: Connector<S>) -> Result<Held<S, K>, String> {
-        let pool = Pool::open(size, connect.clone()).await?;
-        Ok(Held {
+        Ok(Held::new(Pool::open(size, connect).await?))
+    }
+
+    /// Holds sessions already opened.
+    pub fn new(pool: Pool<S>) -> Held<S, K> {
+        Held {
+            connect: pool.connect.clone(),
             pool,
-            connect,
             kind: PhantomData,
-        })
+        }
+    }
+
+    /// Runs one window on the first `n` sessions, on tasks or threads as `K` drives them.
+    pub async fn window<O>(
+        &mut self,
+        n: usize,
+        plan: &WindowPlan,
+        make: impl Fn(usize, S) -> O + Send,
+        back: impl FnMut(O) -> S + Send,
+    ) -> Result<WindowOutcome, String>
+    where
+        K: Drive<O>,
+    {
+        K::window(&mut self.pool, n, plan, make, back).await
     }
 }
 

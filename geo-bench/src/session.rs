@@ -7,7 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Held};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held};
+use common::target::TargetError;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -270,30 +271,36 @@ pub trait GeoWorkers: Send {
 }
 
 /// Opens `size` async sessions (one task each when measured).
-pub async fn async_workers<S: GeoSession>(
+pub fn async_workers<S: GeoSession>(
     size: usize,
     connect: Connector<S>,
-) -> Result<Box<dyn GeoWorkers>, String> {
-    Ok(Box::new(
-        Held::<S, AsyncSessions>::open(size, connect).await?,
-    ))
+) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
+    open::<S, AsyncSessions>(size, connect)
 }
 
 /// Opens `size` blocking sessions (one thread each when measured).
-pub async fn blocking_workers<S: BlockingGeoSession>(
+pub fn blocking_workers<S: BlockingGeoSession>(
     size: usize,
     connect: Connector<S>,
-) -> Result<Box<dyn GeoWorkers>, String> {
-    Ok(Box::new(
-        Held::<S, BlockingSessions>::open(size, connect).await?,
-    ))
+) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
+    open::<S, BlockingSessions>(size, connect)
+}
+
+fn open<S: Send + 'static, K: Drive<GeoOp<S>> + Answer<S>>(
+    size: usize,
+    connect: Connector<S>,
+) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
+    Box::pin(async move {
+        let held = Held::<S, K>::open(size, connect).await;
+        Ok(Box::new(held.map_err(TargetError::Other)?) as Box<dyn GeoWorkers>)
+    })
 }
 
 fn render(message: impl std::fmt::Display, query: &Query) -> String {
     format!("{}: {message}", crate::oracle::describe(query))
 }
 
-impl<S: GeoSession> GeoWorkers for Held<S, AsyncSessions> {
+impl<S: Send + 'static, K: Drive<GeoOp<S>> + Answer<S>> GeoWorkers for Held<S, K> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -307,15 +314,8 @@ impl<S: GeoSession> GeoWorkers for Held<S, AsyncSessions> {
                 results += op.results;
                 op.into_session()
             };
-            let outcome = self
-                .pool
-                .run_async(
-                    n,
-                    plan,
-                    |i, s| GeoOp::new(work.first_worker() + i, s, work),
-                    back,
-                )
-                .await?;
+            let make = |i, s| GeoOp::new(work.first_worker() + i, s, work);
+            let outcome = self.window(n, plan, make, back).await?;
             Ok(GeoWindow {
                 outcome,
                 acknowledged,
@@ -328,8 +328,26 @@ impl<S: GeoSession> GeoWorkers for Held<S, AsyncSessions> {
         &'a mut self,
         queries: &'a [Query],
     ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>> {
+        K::answer_all(&self.connect, queries)
+    }
+}
+
+/// Answers every verification query on a session of its own, through the session call the
+/// windows time: on the runtime for async sessions, on a thread for blocking ones.
+pub trait Answer<S> {
+    fn answer_all<'a>(
+        connect: &'a Connector<S>,
+        queries: &'a [Query],
+    ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>>;
+}
+
+impl<S: GeoSession> Answer<S> for AsyncSessions {
+    fn answer_all<'a>(
+        connect: &'a Connector<S>,
+        queries: &'a [Query],
+    ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>> {
         Box::pin(async move {
-            let mut session = (self.connect)().await?;
+            let mut session = connect().await?;
             let mut answers = Vec::with_capacity(queries.len());
             for query in queries {
                 let mut ids = Vec::new();
@@ -344,43 +362,13 @@ impl<S: GeoSession> GeoWorkers for Held<S, AsyncSessions> {
     }
 }
 
-impl<S: BlockingGeoSession> GeoWorkers for Held<S, BlockingSessions> {
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        work: &'a Work,
-        plan: &'a WindowPlan,
-    ) -> BoxFuture<'a, Result<GeoWindow, String>> {
-        Box::pin(async move {
-            let (mut acknowledged, mut results) = (0, 0);
-            let back = |op: GeoOp<S>| {
-                acknowledged += op.acknowledged;
-                results += op.results;
-                op.into_session()
-            };
-            let outcome = self
-                .pool
-                .run_blocking(
-                    n,
-                    plan,
-                    |i, s| GeoOp::new(work.first_worker() + i, s, work),
-                    back,
-                )
-                .await?;
-            Ok(GeoWindow {
-                outcome,
-                acknowledged,
-                results,
-            })
-        })
-    }
-
+impl<S: BlockingGeoSession> Answer<S> for BlockingSessions {
     fn answer_all<'a>(
-        &'a mut self,
+        connect: &'a Connector<S>,
         queries: &'a [Query],
     ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>> {
         Box::pin(async move {
-            let mut session = (self.connect)().await?;
+            let mut session = connect().await?;
             let queries = queries.to_vec();
             tokio::task::spawn_blocking(move || {
                 queries

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::lanes::Lanes;
-use common::pool::{BoxFuture, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool};
 use common::recorder::Recorder;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -110,19 +110,20 @@ pub trait BlockingIngest: Send {
 
 /// Ingest workers over async sessions; session `i` must have been opened on lane `i`.
 pub fn async_ingest<S: BulkSession>(sessions: Vec<S>) -> IngestWorkers {
-    IngestWorkers::Async(Box::new(AsyncSessions(sessions)))
+    IngestWorkers::Async(Box::new(AsyncBulks(sessions)))
 }
 
 /// Ingest workers over blocking sessions, one thread each.
 pub fn blocking_ingest<S: BlockingBulkSession>(sessions: Vec<S>) -> IngestWorkers {
-    IngestWorkers::Blocking(Box::new(BlockingSessions(sessions)))
+    IngestWorkers::Blocking(Box::new(BlockingBulks(sessions)))
 }
 
 /// How long before the first request the workers are started, so all begin together.
 const START_LEAD: Duration = Duration::from_millis(5);
 
-struct AsyncSessions<S>(Vec<S>);
-struct BlockingSessions<S>(Vec<S>);
+/// Ingest sessions, async or blocking.
+struct AsyncBulks<S>(Vec<S>);
+struct BlockingBulks<S>(Vec<S>);
 
 /// One worker's tally: documents acknowledged or lost, and the per-request latencies.
 struct Tally {
@@ -222,7 +223,7 @@ fn outcome(start: Instant, cpu_before: u64, tallies: Vec<Tally>) -> WindowOutcom
     }
 }
 
-impl<S: BulkSession> AsyncIngest for AsyncSessions<S> {
+impl<S: BulkSession> AsyncIngest for AsyncBulks<S> {
     fn run(
         self: Box<Self>,
         bulks: Arc<[Bulk]>,
@@ -282,7 +283,7 @@ impl<S: BulkSession> AsyncIngest for AsyncSessions<S> {
     }
 }
 
-impl<S: BlockingBulkSession> BlockingIngest for BlockingSessions<S> {
+impl<S: BlockingBulkSession> BlockingIngest for BlockingBulks<S> {
     fn run(
         self: Box<Self>,
         bulks: Arc<[Bulk]>,
@@ -375,13 +376,10 @@ impl<S: BlockingSearchSession> BlockingOperation for QueryOp<S> {
     }
 }
 
-struct AsyncWorkers<S> {
-    pool: Pool<S>,
-    set_len: [usize; 4],
-}
-
-struct BlockingWorkers<S> {
-    pool: Pool<S>,
+/// A system's search sessions, and the size of each query set (`set_len[k]` for
+/// `QueryKind::ALL[k]`).
+struct Workers<S, K> {
+    held: Held<S, K>,
     set_len: [usize; 4],
 }
 
@@ -391,7 +389,10 @@ pub fn async_workers<S: SearchSession>(
     pool: Pool<S>,
     set_len: [usize; 4],
 ) -> Box<dyn SearchWorkers> {
-    Box::new(AsyncWorkers { pool, set_len })
+    Box::new(Workers::<S, AsyncSessions> {
+        held: Held::new(pool),
+        set_len,
+    })
 }
 
 /// Search workers over blocking sessions (one thread each).
@@ -399,7 +400,10 @@ pub fn blocking_workers<S: BlockingSearchSession>(
     pool: Pool<S>,
     set_len: [usize; 4],
 ) -> Box<dyn SearchWorkers> {
-    Box::new(BlockingWorkers { pool, set_len })
+    Box::new(Workers::<S, BlockingSessions> {
+        held: Held::new(pool),
+        set_len,
+    })
 }
 
 fn len_of(set_len: &[usize; 4], kind: QueryKind, order: Option<&Order>) -> Result<u64, String> {
@@ -418,7 +422,7 @@ fn len_of(set_len: &[usize; 4], kind: QueryKind, order: Option<&Order>) -> Resul
     Ok(len as u64)
 }
 
-impl<S: SearchSession> SearchWorkers for AsyncWorkers<S> {
+impl<S: Send + 'static, K: Drive<QueryOp<S>>> SearchWorkers for Workers<S, K> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -428,46 +432,13 @@ impl<S: SearchSession> SearchWorkers for AsyncWorkers<S> {
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
         Box::pin(async move {
             let len = len_of(&self.set_len, kind, order.as_ref())?;
-            self.pool
-                .run_async(
-                    n,
-                    plan,
-                    |_, session| QueryOp {
-                        session,
-                        kind,
-                        len,
-                        order: order.clone(),
-                    },
-                    |op| op.session,
-                )
-                .await
-        })
-    }
-}
-
-impl<S: BlockingSearchSession> SearchWorkers for BlockingWorkers<S> {
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        kind: QueryKind,
-        plan: &'a WindowPlan,
-        order: Option<Order>,
-    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
-        Box::pin(async move {
-            let len = len_of(&self.set_len, kind, order.as_ref())?;
-            self.pool
-                .run_blocking(
-                    n,
-                    plan,
-                    |_, session| QueryOp {
-                        session,
-                        kind,
-                        len,
-                        order: order.clone(),
-                    },
-                    |op| op.session,
-                )
-                .await
+            let make = |_, session| QueryOp {
+                session,
+                kind,
+                len,
+                order: order.clone(),
+            };
+            self.held.window(n, plan, make, |op| op.session).await
         })
     }
 }
@@ -509,7 +480,7 @@ mod tests {
 
     #[test]
     fn every_body_is_sent_once_and_counts_are_documents() {
-        let workers = BlockingSessions(vec![Flaky { calls: 0 }, Flaky { calls: 0 }]);
+        let workers = BlockingBulks(vec![Flaky { calls: 0 }, Flaky { calls: 0 }]);
         let flag = Arc::new(AtomicBool::new(false));
         let outcome = Box::new(workers).run(bulks(), Duration::from_secs(5), flag);
         let counts = outcome.recorder.counts;
@@ -527,7 +498,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_async_driver_and_an_interrupt_stop_it() {
-        let workers = AsyncSessions(vec![Flaky { calls: 0 }]);
+        let workers = AsyncBulks(vec![Flaky { calls: 0 }]);
         let outcome = Box::new(workers)
             .run(
                 bulks(),
@@ -536,7 +507,7 @@ mod tests {
             )
             .await;
         assert_eq!(outcome.recorder.latency.len(), 9);
-        let stopped = AsyncSessions(vec![Flaky { calls: 0 }]);
+        let stopped = AsyncBulks(vec![Flaky { calls: 0 }]);
         let outcome = Box::new(stopped)
             .run(
                 bulks(),

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{BoxFuture, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 use rand::RngExt;
@@ -256,21 +256,17 @@ pub trait KvWorkers: Send {
     ) -> BoxFuture<'a, Result<KvWindow, String>>;
 }
 
-struct AsyncWorkers<S>(Pool<S>);
-
-struct BlockingWorkers<S>(Pool<S>);
-
 /// Workers for a client whose sessions are async (one task each).
 pub fn async_workers<S: KvSession>(pool: Pool<S>) -> Box<dyn KvWorkers> {
-    Box::new(AsyncWorkers(pool))
+    Box::new(Held::<S, AsyncSessions>::new(pool))
 }
 
 /// Workers for a client whose sessions block (one thread each).
 pub fn blocking_workers<S: BlockingKvSession>(pool: Pool<S>) -> Box<dyn KvWorkers> {
-    Box::new(BlockingWorkers(pool))
+    Box::new(Held::<S, BlockingSessions>::new(pool))
 }
 
-impl<S: KvSession> KvWorkers for AsyncWorkers<S> {
+impl<S: Send + 'static, K: Drive<CrudOp<S>>> KvWorkers for Held<S, K> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -283,35 +279,8 @@ impl<S: KvSession> KvWorkers for AsyncWorkers<S> {
                 acknowledged += op.inserts_acknowledged();
                 op.into_session()
             };
-            let outcome = self
-                .0
-                .run_async(n, plan, |i, s| CrudOp::new(i, s, mix), back)
-                .await?;
-            Ok(KvWindow {
-                outcome,
-                inserts_acknowledged: acknowledged,
-            })
-        })
-    }
-}
-
-impl<S: BlockingKvSession> KvWorkers for BlockingWorkers<S> {
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        mix: &'a Mix,
-        plan: &'a WindowPlan,
-    ) -> BoxFuture<'a, Result<KvWindow, String>> {
-        Box::pin(async move {
-            let mut acknowledged = 0;
-            let back = |op: CrudOp<S>| {
-                acknowledged += op.inserts_acknowledged();
-                op.into_session()
-            };
-            let outcome = self
-                .0
-                .run_blocking(n, plan, |i, s| CrudOp::new(i, s, mix), back)
-                .await?;
+            let make = |i, s| CrudOp::new(i, s, mix);
+            let outcome = self.window(n, plan, make, back).await?;
             Ok(KvWindow {
                 outcome,
                 inserts_acknowledged: acknowledged,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::driver::{BlockingOperation, CANCEL_WAIT, OpError, Operation};
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Pool};
 use common::recorder::Recorder;
 use common::target::TargetError;
 use common::window::{WindowOutcome, WindowPlan};
@@ -290,17 +290,24 @@ impl<S: SearchSession> Searchers for AsyncSearchers<S> {
         work: &'a Arc<Work>,
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
-        Box::pin(async move {
-            self.pool
-                .run_async(
-                    n,
-                    plan,
-                    |i, s| SearchOp::new(i, n, s, work),
-                    |op: SearchOp<S>| op.session,
-                )
-                .await
-        })
+        window::<S, AsyncSessions>(&mut self.pool, n, work, plan)
     }
+}
+
+/// One window of `n` workers, on tasks or threads as `K` drives them.
+fn window<'a, S: Send + 'static, K: Drive<SearchOp<S>>>(
+    pool: &'a mut Pool<S>,
+    n: usize,
+    work: &'a Arc<Work>,
+    plan: &'a WindowPlan,
+) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+    Box::pin(K::window(
+        pool,
+        n,
+        plan,
+        move |i, s| SearchOp::new(i, n, s, work),
+        |op: SearchOp<S>| op.session,
+    ))
 }
 
 /// [`Searchers`] over blocking sessions (one OS thread per worker).
@@ -356,15 +363,6 @@ impl<S: BlockingSearchSession> Searchers for BlockingSearchers<S> {
         work: &'a Arc<Work>,
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
-        Box::pin(async move {
-            self.pool
-                .run_blocking(
-                    n,
-                    plan,
-                    |i, s| SearchOp::new(i, n, s, work),
-                    |op: SearchOp<S>| op.session,
-                )
-                .await
-        })
+        window::<S, BlockingSessions>(&mut self.pool, n, work, plan)
     }
 }

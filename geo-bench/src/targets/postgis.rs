@@ -366,11 +366,7 @@ impl Target for PostgisTarget {
                 })
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

@@ -621,11 +621,7 @@ impl Target for RedisTarget {
                 Ok(RedisSession { resp })
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 
     fn supports_point_adds(&self) -> bool {

@@ -380,11 +380,7 @@ impl Target for SqliteTarget {
                 })
             })
         });
-        Box::pin(async move {
-            blocking_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        blocking_workers(size, connector)
     }
 }
 

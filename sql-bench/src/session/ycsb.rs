@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{CANCEL_WAIT, OpError};
 use common::lanes::Lanes;
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Held};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held};
 use common::recorder::Recorder;
+use common::target::TargetError;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -200,26 +201,32 @@ pub trait YcsbWorkers: Send {
 }
 
 /// Workers for a client whose sessions are async (one task each, on its lane).
-pub async fn async_workers<S: YcsbSession>(
+pub fn async_workers<S: YcsbSession>(
     size: usize,
     connect: Connector<S>,
-) -> Result<Box<dyn YcsbWorkers>, String> {
-    Ok(Box::new(
-        Held::<S, AsyncSessions>::open(size, connect).await?,
-    ))
+) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
+    open::<S, AsyncSessions>(size, connect)
 }
 
 /// Workers for a client whose sessions block (one thread each).
-pub async fn blocking_workers<S: BlockingYcsbSession>(
+pub fn blocking_workers<S: BlockingYcsbSession>(
     size: usize,
     connect: Connector<S>,
-) -> Result<Box<dyn YcsbWorkers>, String> {
-    Ok(Box::new(
-        Held::<S, BlockingSessions>::open(size, connect).await?,
-    ))
+) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
+    open::<S, BlockingSessions>(size, connect)
 }
 
-impl<S: YcsbSession> YcsbWorkers for Held<S, AsyncSessions> {
+fn open<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>>(
+    size: usize,
+    connect: Connector<S>,
+) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
+    Box::pin(async move {
+        let held = Held::<S, K>::open(size, connect).await;
+        Ok(Box::new(held.map_err(TargetError::Other)?) as Box<dyn YcsbWorkers>)
+    })
+}
+
+impl<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>> YcsbWorkers for Held<S, K> {
     fn run_window<'a>(
         &'a mut self,
         n: usize,
@@ -233,10 +240,8 @@ impl<S: YcsbSession> YcsbWorkers for Held<S, AsyncSessions> {
                 stats.merge(&own);
                 session
             };
-            let outcome = self
-                .pool
-                .run_async(n, plan, |i, s| YcsbOp::new(i, s, mix), back)
-                .await?;
+            let make = |i, s| YcsbOp::new(i, s, mix);
+            let outcome = self.window(n, plan, make, back).await?;
             mix.keys.sweep();
             Ok(YcsbWindow { outcome, stats })
         })
@@ -247,12 +252,32 @@ impl<S: YcsbSession> YcsbWorkers for Held<S, AsyncSessions> {
         n: usize,
         plan: &'a LoadPlan,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
+        K::load(&self.connect, n, plan)
+    }
+}
+
+/// The load, over `n` sessions of its own: on their lanes for async sessions, on threads of
+/// their own for blocking ones.
+pub trait Load<S> {
+    fn load<'a>(
+        connect: &'a Connector<S>,
+        n: usize,
+        plan: &'a LoadPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
+}
+
+impl<S: YcsbSession> Load<S> for AsyncSessions {
+    fn load<'a>(
+        connect: &'a Connector<S>,
+        n: usize,
+        plan: &'a LoadPlan,
+    ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
         Box::pin(async move {
             let lanes = Lanes::shared();
             let mut sessions = Vec::with_capacity(n);
             for slot in 0..n {
                 let session = lanes
-                    .spawn(slot, (self.connect)())
+                    .spawn(slot, connect())
                     .await
                     .map_err(|e| format!("opening a load session failed: {e}"))??;
                 sessions.push(session);
@@ -305,38 +330,16 @@ impl<S: YcsbSession> YcsbWorkers for Held<S, AsyncSessions> {
     }
 }
 
-impl<S: BlockingYcsbSession> YcsbWorkers for Held<S, BlockingSessions> {
-    fn run_window<'a>(
-        &'a mut self,
-        n: usize,
-        mix: &'a Mix,
-        plan: &'a WindowPlan,
-    ) -> BoxFuture<'a, Result<YcsbWindow, String>> {
-        Box::pin(async move {
-            let mut stats = OpStats::default();
-            let back = |op: YcsbOp<S>| {
-                let (session, own) = op.into_parts();
-                stats.merge(&own);
-                session
-            };
-            let outcome = self
-                .pool
-                .run_blocking(n, plan, |i, s| YcsbOp::new(i, s, mix), back)
-                .await?;
-            mix.keys.sweep();
-            Ok(YcsbWindow { outcome, stats })
-        })
-    }
-
+impl<S: BlockingYcsbSession> Load<S> for BlockingSessions {
     fn load<'a>(
-        &'a mut self,
+        connect: &'a Connector<S>,
         n: usize,
         plan: &'a LoadPlan,
     ) -> BoxFuture<'a, Result<WindowOutcome, String>> {
         Box::pin(async move {
             let mut sessions = Vec::with_capacity(n);
             for _ in 0..n {
-                sessions.push((self.connect)().await?);
+                sessions.push(connect().await?);
             }
             let plan = plan.clone();
             tokio::task::spawn_blocking(move || {

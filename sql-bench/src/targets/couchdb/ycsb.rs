@@ -291,11 +291,7 @@ impl YcsbTarget for CouchTarget {
                 })
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

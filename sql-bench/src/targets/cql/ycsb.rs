@@ -239,11 +239,7 @@ impl YcsbTarget for CqlTarget {
                     .map_err(|e| identity.query_error(e).to_string())
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

@@ -220,11 +220,7 @@ impl YcsbTarget for MongoTarget {
                 })
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

@@ -196,11 +196,7 @@ impl YcsbTarget for MysqlTarget {
                 MyYcsb::prepare(conn, sql, &opts, &identity).await
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

@@ -167,11 +167,7 @@ impl YcsbTarget for PostgresTarget {
                 PgYcsb::prepare(client, &sql, &config, &identity).await
             })
         });
-        Box::pin(async move {
-            async_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        async_workers(size, connector)
     }
 }
 

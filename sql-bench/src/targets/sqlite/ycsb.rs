@@ -174,11 +174,7 @@ impl YcsbTarget for SqliteTarget {
                 Ok(SqliteYcsb { conn, lock, sql })
             })
         });
-        Box::pin(async move {
-            blocking_workers(size, connector)
-                .await
-                .map_err(TargetError::Other)
-        })
+        blocking_workers(size, connector)
     }
 }
 
