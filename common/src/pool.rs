@@ -180,19 +180,31 @@ impl<S: Send + 'static, K> Held<S, K> {
         }
     }
 
-    /// Runs one window on the first `n` sessions, on tasks or threads as `K` drives them.
-    pub async fn window<O>(
+    /// Runs one window on the first `n` sessions, on tasks or threads as `K` drives them, and
+    /// sums what its operations counted.
+    pub async fn window<O: Settle<Session = S>>(
         &mut self,
         n: usize,
         plan: &WindowPlan,
         make: impl Fn(usize, S) -> O + Send,
-        back: impl FnMut(O) -> S + Send,
-    ) -> Result<WindowOutcome, String>
+    ) -> Result<(WindowOutcome, O::Tally), String>
     where
         K: Drive<O>,
     {
-        K::window(&mut self.pool, n, plan, make, back).await
+        let mut tally = O::Tally::default();
+        let back = |op: O| op.settle(&mut tally);
+        let outcome = K::window(&mut self.pool, n, plan, make, back).await?;
+        Ok((outcome, tally))
     }
+}
+
+/// A window's operation after the window: it gives its session back and adds what it
+/// counted (writes acknowledged, results returned) to the window's tally.
+pub trait Settle {
+    type Session;
+    type Tally: Default + Send;
+
+    fn settle(self, tally: &mut Self::Tally) -> Self::Session;
 }
 
 async fn open_on_lane<S: Send + 'static>(slot: usize, connect: &Connector<S>) -> Result<S, String> {

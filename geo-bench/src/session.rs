@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Settle};
 use common::target::TargetError;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
@@ -168,8 +168,22 @@ impl<S> GeoOp<S> {
             results: 0,
         }
     }
+}
 
-    pub fn into_session(self) -> S {
+/// Events (or point adds) acknowledged, and ids returned, summed over a window's workers.
+#[derive(Debug, Default)]
+pub struct Counted {
+    acknowledged: u64,
+    results: u64,
+}
+
+impl<S> Settle for GeoOp<S> {
+    type Session = S;
+    type Tally = Counted;
+
+    fn settle(self, tally: &mut Counted) -> S {
+        tally.acknowledged += self.acknowledged;
+        tally.results += self.results;
         self.session
     }
 }
@@ -308,18 +322,12 @@ impl<S: Send + 'static, K: Drive<GeoOp<S>> + Answer<S>> GeoWorkers for Held<S, K
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<GeoWindow, String>> {
         Box::pin(async move {
-            let (mut acknowledged, mut results) = (0, 0);
-            let back = |op: GeoOp<S>| {
-                acknowledged += op.acknowledged;
-                results += op.results;
-                op.into_session()
-            };
             let make = |i, s| GeoOp::new(work.first_worker() + i, s, work);
-            let outcome = self.window(n, plan, make, back).await?;
+            let (outcome, counted) = self.window(n, plan, make).await?;
             Ok(GeoWindow {
                 outcome,
-                acknowledged,
-                results,
+                acknowledged: counted.acknowledged,
+                results: counted.results,
             })
         })
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{BlockingOperation, OpError, Operation};
 use common::lanes::Lanes;
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool, Settle};
 use common::recorder::Recorder;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -362,6 +362,16 @@ impl<S> QueryOp<S> {
     }
 }
 
+/// A query window counts nothing beyond its outcome.
+impl<S> Settle for QueryOp<S> {
+    type Session = S;
+    type Tally = ();
+
+    fn settle(self, (): &mut ()) -> S {
+        self.session
+    }
+}
+
 impl<S: SearchSession> Operation for QueryOp<S> {
     async fn call(&mut self, seq: u64) -> Result<(), OpError> {
         let index = self.index(seq);
@@ -438,7 +448,8 @@ impl<S: Send + 'static, K: Drive<QueryOp<S>>> SearchWorkers for Workers<S, K> {
                 len,
                 order: order.clone(),
             };
-            self.held.window(n, plan, make, |op| op.session).await
+            let (outcome, ()) = self.held.window(n, plan, make).await?;
+            Ok(outcome)
         })
     }
 }

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool, Settle};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 use rand::RngExt;
@@ -128,15 +128,6 @@ impl<S> CrudOp<S> {
         }
     }
 
-    pub fn into_session(self) -> S {
-        self.session
-    }
-
-    /// Inserts the system confirmed in this window.
-    pub fn inserts_acknowledged(&self) -> u64 {
-        self.inserts_acknowledged
-    }
-
     /// The next step: `Some(key)` to read, `None` to write.
     #[inline]
     fn next_read(&mut self) -> Option<i64> {
@@ -185,6 +176,17 @@ impl<S: KvSession> Operation for CrudOp<S> {
 
     async fn cancel(&mut self) -> Result<(), OpError> {
         self.session.cancel().await
+    }
+}
+
+/// A crud window's tally: the inserts the system confirmed.
+impl<S> Settle for CrudOp<S> {
+    type Session = S;
+    type Tally = u64;
+
+    fn settle(self, inserts_acknowledged: &mut u64) -> S {
+        *inserts_acknowledged += self.inserts_acknowledged;
+        self.session
     }
 }
 
@@ -274,13 +276,8 @@ impl<S: Send + 'static, K: Drive<CrudOp<S>>> KvWorkers for Held<S, K> {
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<KvWindow, String>> {
         Box::pin(async move {
-            let mut acknowledged = 0;
-            let back = |op: CrudOp<S>| {
-                acknowledged += op.inserts_acknowledged();
-                op.into_session()
-            };
             let make = |i, s| CrudOp::new(i, s, mix);
-            let outcome = self.window(n, plan, make, back).await?;
+            let (outcome, acknowledged) = self.window(n, plan, make).await?;
             Ok(KvWindow {
                 outcome,
                 inserts_acknowledged: acknowledged,

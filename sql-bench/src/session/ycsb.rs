@@ -234,14 +234,8 @@ impl<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>> YcsbWorkers for Held<S, K
         plan: &'a WindowPlan,
     ) -> BoxFuture<'a, Result<YcsbWindow, String>> {
         Box::pin(async move {
-            let mut stats = OpStats::default();
-            let back = |op: YcsbOp<S>| {
-                let (session, own) = op.into_parts();
-                stats.merge(&own);
-                session
-            };
             let make = |i, s| YcsbOp::new(i, s, mix);
-            let outcome = self.window(n, plan, make, back).await?;
+            let (outcome, stats) = self.window(n, plan, make).await?;
             mix.keys.sweep();
             Ok(YcsbWindow { outcome, stats })
         })

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::driver::{BlockingOperation, OpError, Operation};
+use common::pool::Settle;
 use common::watchdog::Interrupt;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -172,10 +173,6 @@ impl<S> YcsbOp<S> {
             last: Kind::Read,
             stats: OpStats::default(),
         }
-    }
-
-    pub fn into_parts(self) -> (S, OpStats) {
-        (self.session, self.stats)
     }
 
     /// `DiscreteGenerator` over the proportions.
@@ -354,6 +351,17 @@ impl<S> YcsbOp<S> {
             self.stats.record_error(self.last, &e.to_string());
         }
         result
+    }
+}
+
+/// A ycsb window's tally: every operation's statistics, merged.
+impl<S> Settle for YcsbOp<S> {
+    type Session = S;
+    type Tally = OpStats;
+
+    fn settle(self, stats: &mut OpStats) -> S {
+        stats.merge(&self.stats);
+        self.session
     }
 }
 
