@@ -110,12 +110,10 @@ fn slow_inserts() -> String {
 /// of the run is left sleeping in the server once the run is over.
 #[test]
 fn a_postgis_insert_past_the_ceiling_is_cancelled_on_the_server() {
-    let Some(admin) = server_url("FAIRBENCH_TEST_POSTGRES_URL") else {
+    let Some((admin, dir)) = on_server("FAIRBENCH_TEST_POSTGRES_URL") else {
         return;
     };
-    let _servers = lock_servers();
     let slow = Scratch::new(&admin, SLOW_DATABASE, &slow_inserts());
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let summary = run(&args(
         &out,

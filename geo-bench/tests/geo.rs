@@ -109,17 +109,16 @@ fn the_embedded_default_measures_the_curve_and_the_query_table() {
 
 #[test]
 fn every_target_agrees_with_the_oracle_and_is_measured_in_one_round() {
-    let (Some(pg), Some(redis), Some(redis_durable), Some(valkey), Some(valkey_durable)) = (
-        postgis_url(),
-        server_url("FAIRBENCH_TEST_REDIS_URL"),
-        server_url("FAIRBENCH_TEST_REDIS_DURABLE_URL"),
-        server_url("FAIRBENCH_TEST_VALKEY_URL"),
-        server_url("FAIRBENCH_TEST_VALKEY_DURABLE_URL"),
-    ) else {
+    let Some(([postgres, redis, redis_durable, valkey, valkey_durable], dir)) = on_servers([
+        "FAIRBENCH_TEST_POSTGRES_URL",
+        "FAIRBENCH_TEST_REDIS_URL",
+        "FAIRBENCH_TEST_REDIS_DURABLE_URL",
+        "FAIRBENCH_TEST_VALKEY_URL",
+        "FAIRBENCH_TEST_VALKEY_DURABLE_URL",
+    ]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let pg = postgis_database(&postgres);
     let durable = format!("{redis_durable}?durability=durable");
     let volatile = format!("{valkey}?durability=volatile");
     let summary = run(&args(
@@ -235,11 +234,9 @@ fn every_target_agrees_with_the_oracle_and_is_measured_in_one_round() {
 
 #[test]
 fn durable_is_refused_when_appendfsync_is_not_always() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let asked = format!("{redis}?durability=durable");
     let summary = run(&args(
         dir.path(),
@@ -280,11 +277,9 @@ fn durable_is_refused_when_appendfsync_is_not_always() {
 
 #[test]
 fn a_wrong_answer_makes_the_cell_invalid_with_an_example() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     // With no boundary tolerance, Redis's spherical distances and 52-bit geohash coordinates
     // disagree with the geodesic oracle near the edge of the circle (the data is seeded, so
     // the same events sit there on every machine).

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::results::Status;
-use support::{args, lock_servers, run, server_url};
+use support::{args, on_server, run};
 
 const HOLD: Duration = Duration::from_millis(700);
 
@@ -53,17 +53,15 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 
 #[test]
 fn connections_to_a_slowly_accepting_server_are_in_no_sample() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
     let upstream = redis
         .split_once("://")
         .map(|(_, rest)| rest.trim_end_matches('/').to_owned())
         .unwrap();
     let (port, accepted) = slow_relay(upstream);
     let url = format!("redis://127.0.0.1:{port}");
-    let dir = tempfile::tempdir().unwrap();
     let summary = run(&args(
         dir.path(),
         // No warm-up: a connection made inside the first window would land in its samples.

@@ -15,7 +15,7 @@ use common::exit::Exit;
 use common::testing::scratch::role_with_database;
 use common::testing::{
     assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
-    assert_untrusted_ca, client_output, read_report, server_urls, with_param, without_tls,
+    assert_untrusted_ca, client_output, read_report, with_param, without_tls,
 };
 use support::*;
 
@@ -55,12 +55,10 @@ fn leak_target(url: &str) -> String {
 
 #[test]
 fn postgis_over_tls_is_verified_recorded_and_its_password_never_written() {
-    let Some(url) = server_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, dir)) = on_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
-    let _servers = lock_servers();
     let target = leak_target(&url);
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = Command::new(env!("CARGO_BIN_EXE_geo-bench"))
         .args(small_args(&out, &["--target", &format!("geo={target}")]))
@@ -116,13 +114,11 @@ fn postgis_over_tls_is_verified_recorded_and_its_password_never_written() {
 
 #[test]
 fn libpq_defaults_apply_to_postgis_urls_and_insecure_skip_verify_labels_every_cell() {
-    let Some(url) = server_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, dir)) = on_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
-    let _servers = lock_servers();
     let target = leak_target(&url);
     let with_password = target.replacen("zq_geo@", &format!("zq_geo:{SECRET}@"), 1);
-    let dir = tempfile::tempdir().unwrap();
     // No sslmode: libpq's `prefer`, so a TLS-only server is reached over TLS, unverified.
     let bare = with_password.split('?').next().unwrap().to_owned();
     let prefer = dir.path().join("prefer");
@@ -156,11 +152,9 @@ fn libpq_defaults_apply_to_postgis_urls_and_insecure_skip_verify_labels_every_ce
 
 #[test]
 fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
-    let Some(url) = server_url("FAIRBENCH_TEST_REDIS_TLS_URL") else {
+    let Some((url, dir)) = on_server("FAIRBENCH_TEST_REDIS_TLS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let full = dir.path().join("full");
     let summary = run(&small_args(&full, &["--target", &format!("rtls={url}")])).unwrap();
     assert_all_ok(&summary, &full);
@@ -211,12 +205,11 @@ fn redis_cli(url: &str, command: &[&str]) -> String {
 
 #[test]
 fn a_redis_password_from_the_environment_is_never_written_and_a_wrong_one_is_refused() {
-    let Some([tls, plain]) =
-        server_urls(["FAIRBENCH_TEST_REDIS_TLS_URL", "FAIRBENCH_TEST_REDIS_URL"])
+    let Some(([tls, plain], dir)) =
+        on_servers(["FAIRBENCH_TEST_REDIS_TLS_URL", "FAIRBENCH_TEST_REDIS_URL"])
     else {
         return;
     };
-    let _servers = lock_servers();
     // A user of the test's own on the shared server (ACLs live in memory only), removed after.
     let acl = [
         "ACL",
@@ -231,7 +224,6 @@ fn a_redis_password_from_the_environment_is_never_written_and_a_wrong_one_is_ref
     ];
     assert_eq!(redis_cli(&plain, &acl), "OK");
     let target = format!("geo={}", tls.replacen("rediss://", "rediss://zq_geo@", 1));
-    let dir = tempfile::tempdir().unwrap();
     let geo_bench = |out: &std::path::Path, password: &str| {
         Command::new(env!("CARGO_BIN_EXE_geo-bench"))
             .args(small_args(out, &["--target", &target]))

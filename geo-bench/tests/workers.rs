@@ -54,11 +54,9 @@ fn cell<'a>(report: &'a Report, workload: &str) -> &'a common::results::Cell {
 
 #[test]
 fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let parts = workers(dir.path(), &redis, (2, &[0, 1]), 3, &[]);
     let mut reports = Vec::new();
     for (out, result) in &parts {
@@ -92,11 +90,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
 
 #[test]
 fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &redis, (3, &[0, 1]), 3, &[]);
     assert_stopped_and_unmerged(&parts, "worker(s) 2", 3, "geo-bench", &GeoReport);
@@ -107,11 +103,9 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
 /// as an interrupted run does, keeping what it measured, and `merge` refuses the parts.
 #[test]
 fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
-    let Some(redis) = server_url("FAIRBENCH_TEST_REDIS_URL") else {
+    let Some((redis, dir)) = on_server("FAIRBENCH_TEST_REDIS_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), "insert b10 c4", |flags| {
         workers(dir.path(), &redis, (2, &[0, 1]), 40, flags)
     });

@@ -42,14 +42,12 @@ fn assert_accounted(cell: &Cell) {
 
 #[test]
 fn every_scenario_runs_against_mosquitto_and_the_embedded_broker_interleaved() {
-    let (Some(url), Some(pid)) = (
-        server_env("FAIRBENCH_TEST_MOSQUITTO_URL"),
-        server_env("FAIRBENCH_TEST_MOSQUITTO_PID"),
-    ) else {
+    let Some(([url, pid], dir)) = on_servers([
+        "FAIRBENCH_TEST_MOSQUITTO_URL",
+        "FAIRBENCH_TEST_MOSQUITTO_PID",
+    ]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mosquitto = format!("mosquitto={url}");
     let pid = format!("mosquitto={pid}");

@@ -48,10 +48,9 @@ fn an_unreachable_broker_is_one_clear_error() {
 
 #[test]
 fn bad_credentials_and_oversized_payloads_are_refused() {
-    let Some(auth) = server_env("FAIRBENCH_TEST_MOSQUITTO_AUTH_URL") else {
+    let Some((auth, dir)) = on_server("FAIRBENCH_TEST_MOSQUITTO_AUTH_URL") else {
         return;
     };
-    let _servers = lock_servers();
     let wrong = auth.replacen(":fairbench@", ":wrong-password@", 1);
     assert_ne!(wrong, auth, "the URL carries the test password");
     refused(&["--broker", &wrong], "connection: not authorized");
@@ -65,7 +64,6 @@ fn bad_credentials_and_oversized_payloads_are_refused() {
         &["--broker", &auth, "--payload", "8k"],
         "payloads this large",
     );
-    let dir = tempfile::tempdir().unwrap();
     let summary = run(&args(
         dir.path(),
         &[

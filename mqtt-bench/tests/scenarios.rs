@@ -104,11 +104,9 @@ fn a_persistent_session_the_broker_drops_from_is_an_error_with_the_brokers_own_c
 
 #[test]
 fn a_shared_subscription_group_shares_every_message_once_and_evenly() {
-    let Some(url) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+    let Some((url, dir)) = on_server("FAIRBENCH_TEST_MOSQUITTO_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let broker = format!("mosquitto={url}");
     let summary = run(&args(
         dir.path(),
@@ -223,14 +221,12 @@ fn a_broker_killed_mid_storm_leaves_an_error_cell_with_what_was_measured() {
 
 #[test]
 fn two_thousand_clients_connect_from_two_source_addresses() {
-    let (Some(url), Some(pid)) = (
-        server_env("FAIRBENCH_TEST_MOSQUITTO_URL"),
-        server_env("FAIRBENCH_TEST_MOSQUITTO_PID"),
-    ) else {
+    let Some(([url, pid], dir)) = on_servers([
+        "FAIRBENCH_TEST_MOSQUITTO_URL",
+        "FAIRBENCH_TEST_MOSQUITTO_PID",
+    ]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_owned();
     let broker = format!("mosquitto={url}");
     let pid = format!("mosquitto={pid}");

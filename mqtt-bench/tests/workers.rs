@@ -58,11 +58,9 @@ fn cell<'a>(report: &'a Report, prefix: &str) -> &'a Cell {
 
 #[test]
 fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
-    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+    let Some((broker, dir)) = on_server("FAIRBENCH_TEST_MOSQUITTO_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let parts = workers(dir.path(), &broker, (2, &[0, 1]), RUN, &[]);
     let mut reports = Vec::new();
     for (out, result) in &parts {
@@ -126,11 +124,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
 
 #[test]
 fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
-    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+    let Some((broker, dir)) = on_server("FAIRBENCH_TEST_MOSQUITTO_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &broker, (3, &[0, 1]), RUN, &[]);
     assert_stopped_and_unmerged(
@@ -148,11 +144,9 @@ fn a_worker_that_never_comes_stops_the_others_with_the_barrier_code() {
 /// measured, and `merge` refuses the parts.
 #[test]
 fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
-    let Some(broker) = server_env("FAIRBENCH_TEST_MOSQUITTO_URL") else {
+    let Some((broker, dir)) = on_server("FAIRBENCH_TEST_MOSQUITTO_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let watched = "many-to-many 4×4 over 4 topics, qos0";
     let (parts, seen) = with_one_interrupted(dir.path(), (2, 1), watched, |flags| {
         workers(

@@ -79,9 +79,9 @@ fn the_embedded_default_verifies_and_measures_every_workload() {
 
 #[test]
 fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
-    let Some(url) = opensearch_url() else { return };
-    let _server = lock_server();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(OPENSEARCH) else {
+        return;
+    };
     let summary = run(&args(
         dir.path(),
         &["--target", &url, "--target", "tantivy", "--duration", "1s"],
@@ -163,8 +163,9 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
 
 #[test]
 fn a_server_that_answers_wrongly_gets_invalid_cells_with_an_example() {
-    let Some(url) = opensearch_url() else { return };
-    let _server = lock_server();
+    let Some((url, dir)) = on_server(OPENSEARCH) else {
+        return;
+    };
     // An index template turns the five most frequent terms into stop words for every index
     // named fairbench_lying*: the server then answers those queries with too few hits.
     let vocabulary = search_bench::corpus::Vocabulary::generate(42);
@@ -180,7 +181,6 @@ fn a_server_that_answers_wrongly_gets_invalid_cells_with_an_example() {
         Some(&template.to_string()),
     );
     assert_eq!(status, 200, "{body}");
-    let dir = tempfile::tempdir().unwrap();
     let result = run(&args(
         dir.path(),
         &[
@@ -329,8 +329,9 @@ fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
 
 #[test]
 fn a_foreign_index_or_an_error_answer_from_the_server_is_refused() {
-    let Some(url) = opensearch_url() else { return };
-    let _server = lock_server();
+    let Some((url, dir)) = on_server(OPENSEARCH) else {
+        return;
+    };
     let index = format!("{url}/fairbench_foreign");
     http("DELETE", &index, None);
     let (status, body) = http(
@@ -339,7 +340,6 @@ fn a_foreign_index_or_an_error_answer_from_the_server_is_refused() {
         Some(r#"{"keep":"me"}"#),
     );
     assert!(status == 201 || status == 200, "{body}");
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never");
     let refused = run(&args(
         &out,

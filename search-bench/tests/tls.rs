@@ -15,9 +15,8 @@ use common::testing::{
 };
 use support::*;
 
-fn tls_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_OPENSEARCH_TLS_URL")
-}
+/// Where the test command exports the URL of its OpenSearch over HTTPS.
+const OPENSEARCH_TLS: &str = "FAIRBENCH_TEST_OPENSEARCH_TLS_URL";
 
 /// `https://USER@host:port?cacert=…` from the exported URL.
 fn with_user(url: &str, user: &str) -> String {
@@ -58,9 +57,9 @@ fn run_with_secret(
 
 #[test]
 fn https_with_a_password_or_an_api_key_is_verified_recorded_and_never_leaks() {
-    let Some(url) = tls_url() else { return };
-    let _server = lock_server();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(OPENSEARCH_TLS) else {
+        return;
+    };
     let basic = dir.path().join("basic");
     // base64("bench:zq-leak-check-search-pw-51c2"), what the Authorization header carries.
     let encoded = "YmVuY2g6enEtbGVhay1jaGVjay1zZWFyY2gtcHctNTFjMg==";
@@ -92,11 +91,11 @@ fn https_with_a_password_or_an_api_key_is_verified_recorded_and_never_leaks() {
 
 #[test]
 fn a_wrong_ca_or_plaintext_is_one_line_and_insecure_skip_verify_labels_the_cells() {
-    let Some(url) = tls_url() else { return };
-    let _server = lock_server();
+    let Some((url, dir)) = on_server(OPENSEARCH_TLS) else {
+        return;
+    };
     let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
     let wrong = with_param(&url, "cacert", &wrong_ca);
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("refused");
     let refused =
         |target: &str| assert_refused(run(&small_args(&out, &["--target", target])), &out);

@@ -39,9 +39,9 @@ fn workers(
 
 #[test]
 fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
-    let Some(url) = opensearch_url() else { return };
-    let _server = lock_server();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(OPENSEARCH) else {
+        return;
+    };
     let extra = ["--batch", "250", "--barrier-timeout", "30s"];
     let parts = workers(dir.path(), &url, 2, &[0, 1], &extra);
     let mut reports = Vec::new();
@@ -109,9 +109,9 @@ fn two_workers_make_one_run_whose_figures_are_the_exact_sum() {
 
 #[test]
 fn a_worker_that_never_comes_stops_the_others_with_the_barrier_error() {
-    let Some(url) = opensearch_url() else { return };
-    let _server = lock_server();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(OPENSEARCH) else {
+        return;
+    };
     // Worker 2 of 3 is never started (its pod was killed before the barrier).
     let quick = [
         "--docs",

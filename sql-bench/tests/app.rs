@@ -142,7 +142,7 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
 fn the_cells_carry_the_servers_cpu_beside_the_clients() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let pg = postgres_url();
+    let pg = server_url(POSTGRES);
     let _servers = pg.as_ref().map(|_| lock_servers());
     let mut extra = vec!["--target", "sqlite"];
     if let Some(pg) = &pg {
@@ -191,11 +191,9 @@ fn the_cells_carry_the_servers_cpu_beside_the_clients() {
 
 #[test]
 fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
-    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+    let Some(([pg, my], dir)) = on_servers([POSTGRES, MYSQL]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let summary = app(
         dir.path(),
         &["--target", &pg, "--target", &my, "--target", "sqlite"],
@@ -251,8 +249,9 @@ fn postgres_mariadb_and_sqlite_return_the_same_answers_with_the_same_indexes() {
 
 #[test]
 fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let setup = format!(
         "CREATE FUNCTION misfile() RETURNS trigger LANGUAGE plpgsql AS $$
            BEGIN
@@ -265,7 +264,6 @@ fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
         before_each_insert("misfile")
     );
     let db = Scratch::new(&pg, "fairbench_misfiled", &setup);
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("misfiled={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
     let report = &summary.report;
@@ -296,14 +294,14 @@ fn an_engine_that_moves_records_to_another_inspection_is_invalid_there_only() {
 
 #[test]
 fn an_engine_missing_a_declared_index_is_refused() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let setup = on_create(
         "CREATE INDEX",
         "IF obj = 'fairbench.app_records__room_id' THEN EXECUTE 'DROP INDEX fairbench.app_records__room_id'; END IF;",
     );
     let db = Scratch::new(&pg, "fairbench_unindexed", &setup);
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("unindexed={}", db.url);
     let summary = app(dir.path(), &["--target", &target, "--rounds", "1"]).unwrap();
     assert_eq!(summary.exit, Exit::NotAllOk);
@@ -322,15 +320,15 @@ fn an_engine_missing_a_declared_index_is_refused() {
 
 #[test]
 fn a_request_past_the_ceiling_is_a_timeout_and_is_cancelled_on_the_server() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let setup = format!(
         "CREATE FUNCTION crawl() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN NEW; END $$;
          {}",
         before_each_insert("crawl")
     );
     let db = Scratch::new(&pg, "fairbench_crawling", &setup);
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("crawling={}", db.url);
     let started = Instant::now();
     let summary = app(
@@ -398,15 +396,15 @@ fn slow_down_the_fill_when_its_table_appears(url: String) -> std::thread::JoinHa
 
 #[test]
 fn a_mariadb_request_past_the_ceiling_is_a_timeout_and_is_killed_on_the_server() {
-    let Some(my) = mysql_url() else { return };
-    let _servers = lock_servers();
+    let Some((my, dir)) = on_server(MYSQL) else {
+        return;
+    };
     mariadb(
         &my,
         "DROP TABLE IF EXISTS fairbench.app_records; CREATE DATABASE IF NOT EXISTS fairbench_probe; \
          CREATE OR REPLACE TABLE fairbench_probe.slept (connection BIGINT) ENGINE=Aria TRANSACTIONAL=0",
     );
     let watcher = slow_down_the_fill_when_its_table_appears(my.clone());
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("crawling={my}");
     let summary = app(
         dir.path(),
@@ -489,8 +487,9 @@ fn bad_input_is_refused_before_anything_is_touched() {
         assert!(!out.exists());
     }
     assert!(app(&out, &["--rows", "0"]).is_err());
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, _servers)) = on_server(POSTGRES) else {
+        return;
+    };
     psql(
         &pg,
         "CREATE SCHEMA IF NOT EXISTS fairbench; CREATE TABLE fairbench.app_records (theirs int)",
@@ -619,8 +618,9 @@ fn the_client_s_memory_does_not_grow_with_the_rows_and_every_answer_stays_exact(
 
 #[test]
 fn a_record_moved_in_the_listing_or_swapped_out_of_view_is_invalid_at_the_larger_size() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     // The first visible record inserted is moved to the top of the sorted listing; the next
     // visible one is soft-deleted and the first deleted one restored, which leaves the count
     // as it was and changes which records the account sees.
@@ -649,7 +649,6 @@ fn a_record_moved_in_the_listing_or_swapped_out_of_view_is_invalid_at_the_larger
         before_each_insert("tamper")
     );
     let db = Scratch::new(&pg, "fairbench_tampered", &setup);
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("tampered={}", db.url);
     let summary = app(
         dir.path(),

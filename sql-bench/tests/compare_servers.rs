@@ -53,11 +53,9 @@ fn compare(a: &Path, b: &Path) -> (Option<i32>, String, String) {
 
 #[test]
 fn two_postgres_runs_compare_and_a_changed_server_setting_or_dataset_is_refused() {
-    let Some(url) = common::testing::server_url("FAIRBENCH_TEST_POSTGRES_URL") else {
+    let Some((url, dir)) = common::testing::on_server("FAIRBENCH_TEST_POSTGRES_URL") else {
         return;
     };
-    let _lock = common::testing::lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     run(&url, &a);
     run(&url, &b);

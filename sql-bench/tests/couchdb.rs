@@ -30,9 +30,9 @@ async fn http(method: reqwest::Method, url: &str, body: Option<&str>) -> (u16, S
 
 #[test]
 fn pouchdb_server_is_named_as_itself_and_its_unsynced_writes_are_refused_unless_allowed() {
-    let Some(url) = pouchdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(POUCHDB) else {
+        return;
+    };
     let error = run(&args("crud", dir.path(), &["--target", &url]))
         .unwrap_err()
         .to_string();
@@ -74,9 +74,9 @@ fn pouchdb_server_is_named_as_itself_and_its_unsynced_writes_are_refused_unless_
 
 #[test]
 fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
-    let Some(url) = pouchdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(POUCHDB) else {
+        return;
+    };
     let summary = run(&small_app(
         dir.path(),
         "1000",
@@ -123,8 +123,9 @@ fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
 
 #[test]
 fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog() {
-    let Some(url) = pouchdb_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, _servers)) = on_server(POUCHDB) else {
+        return;
+    };
     block_on(async {
         let mut target = open_app_collection(&url).await;
         let mut session = target.open_doc_session(&COLLECTION).await.unwrap();
@@ -176,8 +177,9 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
 
 #[test]
 fn a_foreign_database_with_fairbench_s_name_is_refused_and_left_alone() {
-    let Some(url) = pouchdb_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, dir)) = on_server(POUCHDB) else {
+        return;
+    };
     let db = format!("{}/fairbench_crud_read", http_base(&url));
     block_on(async {
         http(reqwest::Method::DELETE, &db, None).await;
@@ -188,7 +190,6 @@ fn a_foreign_database_with_fairbench_s_name_is_refused_and_left_alone() {
             201
         );
     });
-    let dir = tempfile::tempdir().unwrap();
     let error = run(&args(
         "crud",
         dir.path(),

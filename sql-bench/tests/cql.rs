@@ -32,9 +32,9 @@ async fn cql(session: &Session, statement: &str) {
 
 #[test]
 fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     let summary = run(&args(
         "crud",
         dir.path(),
@@ -74,9 +74,9 @@ fn cassandra_runs_crud_beside_sqlite_with_verified_durability() {
 
 #[test]
 fn cassandra_answers_every_app_scenario_and_says_how() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     let summary = run(&small_app(
         dir.path(),
         "2000",
@@ -124,9 +124,9 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
 
 #[test]
 fn a_paged_count_gives_the_same_exact_answer() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     let paged = format!("{}?count=paged", url.trim_end_matches('/'));
     let summary = run(&small_app(
         dir.path(),
@@ -152,8 +152,9 @@ fn a_paged_count_gives_the_same_exact_answer() {
 
 #[test]
 fn a_keyspace_that_skips_the_commit_log_or_spans_replicas_is_refused() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     block_on(async {
         let own = session(&url).await;
         cql(&own, "DROP KEYSPACE IF EXISTS fairbench_nodurable").await;
@@ -164,7 +165,6 @@ fn a_keyspace_that_skips_the_commit_log_or_spans_replicas_is_refused() {
         )
         .await;
     });
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("{}/fairbench_nodurable", url.trim_end_matches('/'));
     let error = run(&args("crud", dir.path(), &["--target", &target]))
         .unwrap_err()
@@ -176,8 +176,9 @@ fn a_keyspace_that_skips_the_commit_log_or_spans_replicas_is_refused() {
 
 #[test]
 fn a_missing_index_shows_in_system_schema_indexes() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, _servers)) = on_server(CASSANDRA) else {
+        return;
+    };
     block_on(async {
         let mut target = open_app_collection(&url).await;
         let state = target.inspect_collection(&COLLECTION).await.unwrap();
@@ -196,8 +197,9 @@ fn a_missing_index_shows_in_system_schema_indexes() {
 
 #[test]
 fn a_foreign_table_in_the_keyspace_is_refused_and_left_alone() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     block_on(async {
         let own = session(&url).await;
         cql(
@@ -218,7 +220,6 @@ fn a_foreign_table_in_the_keyspace_is_refused_and_left_alone() {
         )
         .await;
     });
-    let dir = tempfile::tempdir().unwrap();
     let error = run(&args("crud", dir.path(), &["--target", &url]))
         .unwrap_err()
         .to_string();

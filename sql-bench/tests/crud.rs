@@ -81,11 +81,9 @@ fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {
 
 #[test]
 fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
-    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+    let Some(([pg, my], dir)) = on_servers([POSTGRES, MYSQL]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     // Three rounds: the fewest that give a verdict.
     let summary = run(&args(
         "crud",
@@ -180,9 +178,9 @@ fn postgres_mariadb_and_sqlite_compare_in_one_round_with_verified_durability() {
 #[test]
 fn the_servers_cpu_stands_beside_the_clients_read_from_postgres_backends_and_in_process_for_sqlite()
 {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let summary = run(&args(
         "crud",
         dir.path(),
@@ -321,10 +319,10 @@ fn ctrl_c_stops_the_run_and_still_writes_the_report() {
 
 #[test]
 fn a_durability_mismatch_is_refused_or_measured_and_labelled() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let unsafe_pg = format!("{pg}?options=-c%20synchronous_commit%3Doff");
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("pg={unsafe_pg}");
     let summary = run(&args(
         "crud",
@@ -390,10 +388,10 @@ fn a_durability_mismatch_is_refused_or_measured_and_labelled() {
 
 #[test]
 fn mariadb_without_a_durable_redo_log_is_refused() {
-    let Some(my) = mysql_url() else { return };
-    let _servers = lock_servers();
+    let Some((my, dir)) = on_server(MYSQL) else {
+        return;
+    };
     mariadb(&my, "SET GLOBAL innodb_flush_log_at_trx_commit = 2");
-    let dir = tempfile::tempdir().unwrap();
     let result = run(&args(
         "crud",
         dir.path(),
@@ -409,13 +407,13 @@ fn mariadb_without_a_durable_redo_log_is_refused() {
 
 #[test]
 fn a_foreign_table_in_the_namespace_is_never_touched() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     psql(
         &pg,
         "CREATE SCHEMA IF NOT EXISTS fairbench; CREATE TABLE fairbench.crud_read (precious int); INSERT INTO fairbench.crud_read VALUES (7)",
     );
-    let dir = tempfile::tempdir().unwrap();
     let result = run(&args("crud", dir.path(), &["--target", &pg]));
     let left = psql(&pg, "SELECT precious FROM fairbench.crud_read");
     psql(&pg, "DROP TABLE fairbench.crud_read");
@@ -499,8 +497,10 @@ fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
 
 #[test]
 fn a_wrong_password_is_refused_with_the_server_message() {
-    let Some(pg) = postgres_url() else { return };
-    let Some(my) = mysql_url() else { return };
+    let Some(pg) = server_url(POSTGRES) else {
+        return;
+    };
+    let Some(my) = server_url(MYSQL) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let error = format!(

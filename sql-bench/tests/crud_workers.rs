@@ -13,11 +13,9 @@ use support::*;
 /// stops as an interrupted run does, keeping what it measured, and `merge` refuses the parts.
 #[test]
 fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
-    let Some(pg) = postgres_url() else {
+    let Some((pg, dir)) = on_server(POSTGRES) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let settings = format!(
         "--target {pg} --workloads write-2c,read-2c --warmup 1 --rounds 40 --duration 200ms \
          --barrier-timeout 20s"

@@ -25,8 +25,9 @@ fn attach_on_create(fault_functions: &str) -> String {
 
 #[test]
 fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let lying = Scratch::new(
         &pg,
         "fairbench_lying",
@@ -36,7 +37,6 @@ fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
                BEGIN IF NEW.k = 500 THEN NEW.v := upper(NEW.v); END IF; RETURN NEW; END $$;",
         ),
     );
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("liar={}", lying.url);
     let summary = run(&args("crud", dir.path(), &["--target", &target])).unwrap();
     assert_eq!(summary.exit, Exit::NotAllOk);
@@ -69,8 +69,9 @@ fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
 
 #[test]
 fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let slow = Scratch::new(
         &pg,
         "fairbench_slow",
@@ -79,7 +80,6 @@ fn a_window_that_hangs_past_the_ceiling_is_a_timeout_and_the_run_goes_on() {
              CREATE FUNCTION read_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;",
         ),
     );
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("slow={}", slow.url);
     let started = Instant::now();
     let summary = run(&args(

@@ -17,9 +17,9 @@ async fn client(url: &str) -> mongodb::Client {
 
 #[test]
 fn ferretdb_without_a_reported_journal_is_refused_unless_allowed() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(FERRETDB) else {
+        return;
+    };
     let error = run(&args("crud", dir.path(), &["--target", &url]))
         .unwrap_err()
         .to_string();
@@ -30,9 +30,9 @@ fn ferretdb_without_a_reported_journal_is_refused_unless_allowed() {
 
 #[test]
 fn ferretdb_runs_crud_beside_sqlite_labelled_with_what_it_reports() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(FERRETDB) else {
+        return;
+    };
     let summary = run(&args(
         "crud",
         dir.path(),
@@ -92,9 +92,9 @@ fn ferretdb_runs_crud_beside_sqlite_labelled_with_what_it_reports() {
 
 #[test]
 fn ferretdb_answers_every_app_scenario_like_sqlite_with_the_declared_indexes() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(FERRETDB) else {
+        return;
+    };
     let summary = run(&small_app(
         dir.path(),
         "2000",
@@ -132,8 +132,9 @@ fn ferretdb_answers_every_app_scenario_like_sqlite_with_the_declared_indexes() {
 
 #[test]
 fn a_missing_index_shows_in_the_catalog_fairbench_reads() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, _servers)) = on_server(FERRETDB) else {
+        return;
+    };
     block_on(async {
         let mut target = open_app_collection(&url).await;
         let state = target.inspect_collection(&COLLECTION).await.unwrap();
@@ -153,8 +154,9 @@ fn a_missing_index_shows_in_the_catalog_fairbench_reads() {
 
 #[test]
 fn a_foreign_collection_in_the_namespace_is_refused_and_left_alone() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
+    let Some((url, dir)) = on_server(FERRETDB) else {
+        return;
+    };
     // A client lives on the runtime it was made on: one runtime for every step of the test.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let foreign = runtime.block_on(async {
@@ -169,7 +171,6 @@ fn a_foreign_collection_in_the_namespace_is_refused_and_left_alone() {
             .unwrap();
         collection
     });
-    let dir = tempfile::tempdir().unwrap();
     let error = run(&args(
         "crud",
         dir.path(),

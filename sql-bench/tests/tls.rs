@@ -12,15 +12,17 @@ use std::process::Command;
 use common::results::Report;
 use common::testing::scratch::role_with_database;
 use common::testing::{
-    assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
-    assert_untrusted_ca, with_param,
+    OnServers, assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret,
+    assert_refused, assert_untrusted_ca, with_param,
 };
 use sql_bench::Summary;
 use support::*;
 
-fn tls_url(variable: &str) -> Option<String> {
-    let _ = server_url("FAIRBENCH_TEST_TLS_CA")?;
-    server_url(variable)
+/// [`on_server`] for the TLS server in `variable`, when the test CA is exported too (the test
+/// is skipped, or fails, without it).
+fn on_tls_server(variable: &str) -> Option<(String, OnServers)> {
+    server_url("FAIRBENCH_TEST_TLS_CA")?;
+    on_server(variable)
 }
 
 fn wrong_ca() -> String {
@@ -75,8 +77,7 @@ fn assert_verified_then_skipped(url: &str, name: &str, ca_param: &str) {
 
 #[test]
 fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
-    let _servers = lock_servers();
-    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, _servers)) = on_tls_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
     assert_verified_then_skipped(&url, "pg", "sslrootcert");
@@ -84,12 +85,10 @@ fn postgres_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
 
 #[test]
 fn postgres_tls_failures_are_one_line_and_touch_nothing() {
-    let _servers = lock_servers();
-    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, dir)) = on_tls_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
     let mismatch = std::env::var("FAIRBENCH_TEST_POSTGRES_TLS_MISMATCH_URL").unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let wrong = with_param(&url, "sslrootcert", &wrong_ca());
     assert_untrusted_ca(&refused(&out, &wrong, &[]));
@@ -122,11 +121,9 @@ fn postgres_tls_failures_are_one_line_and_touch_nothing() {
 
 #[test]
 fn mariadb_over_tls_is_verified_recorded_and_refused_in_one_line() {
-    let _servers = lock_servers();
-    let Some(url) = tls_url("FAIRBENCH_TEST_MYSQL_TLS_URL") else {
+    let Some((url, dir)) = on_tls_server("FAIRBENCH_TEST_MYSQL_TLS_URL") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("full");
     let summary = read_run(&out, &format!("maria={url}"), &[]).unwrap();
     assert_eq!(summary.exit, Exit::AllOk, "{:?}", summary.report.cells);
@@ -154,14 +151,12 @@ fn mariadb_over_tls_is_verified_recorded_and_refused_in_one_line() {
 
 #[test]
 fn a_password_from_a_variable_never_reaches_any_output() {
-    let _servers = lock_servers();
-    let Some(url) = tls_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, dir)) = on_tls_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
     let secret = "zq-leak-check-sql-4b1e";
     // A role of its own with the secret as its password, in a database of its own.
     let target = role_with_database(&url, "zq_leak", secret);
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
         .args(args("crud", &out, &["--target", &format!("pg={target}")]))
@@ -192,14 +187,11 @@ fn a_password_from_a_variable_never_reaches_any_output() {
 }
 
 /// Cassandra's TLS-only port (the test Cassandra serves plaintext and TLS on two ports).
-fn cassandra_tls_url() -> Option<String> {
-    tls_url("FAIRBENCH_TEST_CASSANDRA_TLS_URL")
-}
+const CASSANDRA_TLS: &str = "FAIRBENCH_TEST_CASSANDRA_TLS_URL";
 
 #[test]
 fn cassandra_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
-    let _servers = lock_servers();
-    let Some(url) = cassandra_tls_url() else {
+    let Some((url, _servers)) = on_tls_server(CASSANDRA_TLS) else {
         return;
     };
     assert_verified_then_skipped(&url, "cass", "cacert");
@@ -207,12 +199,10 @@ fn cassandra_over_tls_is_verified_and_what_it_negotiated_is_recorded() {
 
 #[test]
 fn cassandra_tls_failures_are_one_line_and_touch_nothing() {
-    let _servers = lock_servers();
-    let Some(url) = cassandra_tls_url() else {
+    let Some((url, dir)) = on_tls_server(CASSANDRA_TLS) else {
         return;
     };
-    let plaintext_port = cassandra_url().expect("the test Cassandra's plaintext port");
-    let dir = tempfile::tempdir().unwrap();
+    let plaintext_port = server_url(CASSANDRA).expect("the test Cassandra's plaintext port");
     let out = dir.path().join("run");
     assert_untrusted_ca(&refused(
         &out,
@@ -244,13 +234,11 @@ fn cassandra_tls_failures_are_one_line_and_touch_nothing() {
 
 #[test]
 fn a_cassandra_password_from_a_variable_never_reaches_any_output() {
-    let _servers = lock_servers();
-    let Some(url) = cassandra_tls_url() else {
+    let Some((url, dir)) = on_tls_server(CASSANDRA_TLS) else {
         return;
     };
     let secret = "zq-leak-check-cql-7d3a";
     let target = format!("cass={}", url.replacen("cql://", "cql://zq_leak@", 1));
-    let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
         .args(args("crud", &out, &["--target", &target]))

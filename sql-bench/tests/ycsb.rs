@@ -155,11 +155,9 @@ fn with_enough_operations_every_share_is_within_two_points() {
 
 #[test]
 fn every_core_workload_runs_on_postgres_beside_mariadb() {
-    let (Some(pg), Some(my)) = (postgres_url(), mysql_url()) else {
+    let Some(([pg, my], dir)) = on_servers([POSTGRES, MYSQL]) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let summary = run(&small(
         dir.path(),
         &["--workload", ALL, "--target", &pg, "--target", &my],
@@ -249,9 +247,9 @@ fn a_workload_file_of_ones_own_runs_and_bad_ones_are_refused_with_one_line() {
 
 #[test]
 fn reads_updates_scans_and_read_modify_writes_run_on_ferretdb() {
-    let Some(url) = ferretdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(FERRETDB) else {
+        return;
+    };
     let summary = run(&small(
         dir.path(),
         &[
@@ -312,9 +310,9 @@ fn reads_updates_scans_and_read_modify_writes_run_on_ferretdb() {
 
 #[test]
 fn read_modify_writes_run_on_cassandra_as_lightweight_transactions_and_scans_are_refused() {
-    let Some(url) = cassandra_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(CASSANDRA) else {
+        return;
+    };
     let summary = run(&small(
         dir.path(),
         &["--workload", "f,e", "--records", "500", "--target", &url],
@@ -356,9 +354,9 @@ fn read_modify_writes_run_on_cassandra_as_lightweight_transactions_and_scans_are
 fn every_operation_runs_on_the_couchdb_api_with_rev_checked_writes_and_key_order_scans() {
     // pouchdb-server speaks CouchDB's API (Apache CouchDB is not packaged here); it has no
     // fsync per write, hence --allow-unmatched-durability.
-    let Some(url) = pouchdb_url() else { return };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
+    let Some((url, dir)) = on_server(POUCHDB) else {
+        return;
+    };
     let file = dir.path().join("deletes.toml");
     std::fs::write(
         &file,
@@ -465,8 +463,9 @@ fn assert_a_timed_out_and_c_ran(report: &Report, system: &str) {
 
 #[test]
 fn updates_past_the_ceiling_are_cancelled_on_postgres_and_the_run_goes_on() {
-    let Some(pg) = postgres_url() else { return };
-    let _servers = lock_servers();
+    let Some((pg, dir)) = on_server(POSTGRES) else {
+        return;
+    };
     let slow = Scratch::new(
         &pg,
         "fairbench_ycsb_slow",
@@ -483,7 +482,6 @@ fn updates_past_the_ceiling_are_cancelled_on_postgres_and_the_run_goes_on() {
             )
         ),
     );
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("slow={}", slow.url);
     let summary = run(&hanging_updates(dir.path(), &target)).unwrap();
     assert_a_timed_out_and_c_ran(&summary.report, "slow");
@@ -499,8 +497,9 @@ fn updates_past_the_ceiling_are_cancelled_on_postgres_and_the_run_goes_on() {
 
 #[test]
 fn updates_past_the_ceiling_are_killed_on_mariadb_and_the_run_goes_on() {
-    let Some(my) = mysql_url() else { return };
-    let _servers = lock_servers();
+    let Some((my, dir)) = on_server(MYSQL) else {
+        return;
+    };
     mariadb(&my, "DROP TABLE IF EXISTS fairbench.ycsb");
     // MariaDB has no event triggers: a watcher attaches the sleeping trigger as soon as the run
     // has created its table (the load only inserts; the updates come after it).
@@ -521,7 +520,6 @@ fn updates_past_the_ceiling_are_killed_on_mariadb_and_the_run_goes_on() {
             );
         })
     };
-    let dir = tempfile::tempdir().unwrap();
     let summary = run(&hanging_updates(dir.path(), &my)).unwrap();
     watcher.join().unwrap();
     let sleeping = mariadb(

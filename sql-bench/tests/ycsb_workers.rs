@@ -58,11 +58,9 @@ fn count(value: &Value, key: &str) -> u64 {
 
 #[test]
 fn three_workers_load_and_insert_each_key_once_and_merge_into_the_exact_sum() {
-    let Some(pg) = postgres_url() else {
+    let Some((pg, dir)) = on_server(POSTGRES) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let flags: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::default()).collect();
     let records = RECORDS.to_string();
     let settings = [
@@ -179,11 +177,9 @@ fn three_workers_load_and_insert_each_key_once_and_merge_into_the_exact_sum() {
 /// `merge` refuses the parts as incomplete.
 #[test]
 fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_merged() {
-    let Some(pg) = postgres_url() else {
+    let Some((pg, dir)) = on_server(POSTGRES) else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let settings = [
         ["--workload", "c"],
         ["--records", "1000"],

@@ -9,20 +9,14 @@ use common::results::{Location, Status};
 use common::testing::assert_verified;
 use support::*;
 
-fn pgvector_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_PGVECTOR_URL")
-}
-
-fn chroma_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_CHROMA_URL")
-}
+const PGVECTOR: &str = "FAIRBENCH_TEST_PGVECTOR_URL";
+const CHROMA: &str = "FAIRBENCH_TEST_CHROMA_URL";
 
 #[test]
 fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
-    let (Some(pg), Some(chroma)) = (pgvector_url(), chroma_url()) else {
+    let Some(([pg, chroma], _servers)) = on_servers([PGVECTOR, CHROMA]) else {
         return;
     };
-    let _servers = lock_servers();
     let (_dir, out, cache) = run_folders();
     let pg_target = format!("pgvector={pg}");
     let chroma_target = format!("chroma={chroma}");
@@ -189,10 +183,9 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
 
 #[test]
 fn an_existing_collection_of_another_dimension_is_refused_in_one_line() {
-    let (Some(pg), Some(chroma)) = (pgvector_url(), chroma_url()) else {
+    let Some(([pg, chroma], _servers)) = on_servers([PGVECTOR, CHROMA]) else {
         return;
     };
-    let _servers = lock_servers();
     let (dir, _, cache) = run_folders();
     for target in [format!("pgvector={pg}"), format!("chroma={chroma}")] {
         let quick = |dims: &'static str, out: &std::path::Path, keep: bool| {
@@ -240,10 +233,9 @@ fn an_existing_collection_of_another_dimension_is_refused_in_one_line() {
 /// the per-search ceiling; the run goes on to the next ef point.
 #[test]
 fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
-    let Some(chroma) = chroma_url() else {
+    let Some((chroma, _servers)) = on_server(CHROMA) else {
         return;
     };
-    let _servers = lock_servers();
     let (_summary, _dir, out) = run_past_the_ceiling("chroma", &chroma, "fbceiling");
     let json = read_json(&out);
     let builds = json["extra"]["builds"].as_array().unwrap();
@@ -266,10 +258,9 @@ fn chroma_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
 /// goes on. A poller watches the server's own list of running statements.
 #[test]
 fn a_pgvector_build_stopped_at_its_bound_is_cancelled_on_the_server() {
-    let Some(pg) = pgvector_url() else {
+    let Some((pg, _servers)) = on_server(PGVECTOR) else {
         return;
     };
-    let _servers = lock_servers();
     let (_dir, out, cache) = run_folders();
     let target = format!("pgvector={pg}");
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -11,7 +11,7 @@ mod support;
 
 use std::process::Command;
 
-use common::testing::{server_url, with_param};
+use common::testing::{on_server, with_param};
 
 const SECRET_VAR: &str = "FAIRBENCH_PASSWORD_PGV";
 const SECRET: &str = "zq-leak-check-vec-51c2";
@@ -64,10 +64,9 @@ fn leak_target(url: &str) -> String {
 
 #[test]
 fn pgvector_connects_over_verified_tls_with_a_password_from_the_environment() {
-    let Some(url) = server_url("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
+    let Some((url, _servers)) = on_server("FAIRBENCH_TEST_POSTGRES_TLS_URL") else {
         return;
     };
-    let _servers = support::lock_servers();
     let target = leak_target(&url);
     let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
     for (target, password, says) in [
@@ -131,10 +130,9 @@ fn qdrant_run(url: &str, roots: &str, extra: &[&str]) -> Refused {
 /// each, no results folder, and the API key in none of it.
 #[test]
 fn qdrant_over_https_verifies_against_the_system_roots_and_refuses_what_its_client_cannot_do() {
-    let Some(chroma) = server_url("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
+    let Some((chroma, _servers)) = on_server("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
         return;
     };
-    let _servers = support::lock_servers();
     let ca = std::env::var("FAIRBENCH_TEST_TLS_CA").unwrap();
     let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
     let authority = chroma
@@ -262,10 +260,9 @@ fn chroma_run(url: &str, extra: &[&str]) -> ChromaRun {
 /// `FAIRBENCH_PASSWORD_CHR` is in no byte either run wrote.
 #[test]
 fn chroma_runs_over_verified_https_and_the_token_is_never_written() {
-    let Some(url) = server_url("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
+    let Some((url, _servers)) = on_server("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
         return;
     };
-    let _servers = support::lock_servers();
     let verified = chroma_run(&url, &[]);
     let insecure_url = url.split_once('?').unwrap().0.to_owned() + "?sslmode=require";
     let insecure = chroma_run(&insecure_url, &["--insecure-skip-verify"]);
@@ -330,10 +327,9 @@ fn chroma_runs_over_verified_https_and_the_token_is_never_written() {
 /// port: one line each, exit 2, no results folder, no token in it.
 #[test]
 fn chroma_over_https_refuses_a_bad_certificate_and_plaintext_in_one_line() {
-    let Some(url) = server_url("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
+    let Some((url, _servers)) = on_server("FAIRBENCH_TEST_CHROMA_TLS_URL") else {
         return;
     };
-    let _servers = support::lock_servers();
     let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
     let plain = url.split_once('?').unwrap().0.to_owned();
     for (target, says) in [

@@ -10,9 +10,7 @@ use common::results::Status;
 use common::testing::assert_verified;
 use support::*;
 
-fn weaviate_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_WEAVIATE_URL")
-}
+const WEAVIATE: &str = "FAIRBENCH_TEST_WEAVIATE_URL";
 
 /// The HTTP status of `GET /v1/schema/CLASS` on the server of `url`.
 fn class_status(url: &str, class: &str) -> String {
@@ -33,10 +31,9 @@ const FILTERED_RECALL_FLOOR: f64 = 0.9;
 
 #[test]
 fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
-    let Some(url) = weaviate_url() else {
+    let Some((url, _servers)) = on_server(WEAVIATE) else {
         return;
     };
-    let _servers = lock_servers();
     let (_dir, out, cache) = run_folders();
     // Sweeping: ACORN, Weaviate's default, can return one row twice in a filtered answer
     // (weaviate/weaviate#13121), which the sweep marks invalid.
@@ -105,7 +102,7 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
 
 #[test]
 fn a_wrong_port_is_refused_in_one_line_and_nothing_is_made() {
-    let Some(url) = weaviate_url() else {
+    let Some(url) = server_url(WEAVIATE) else {
         return;
     };
     let (dir, _, cache) = run_folders();
@@ -145,10 +142,9 @@ fn an_unknown_filter_strategy_is_refused_in_one_line() {
 /// fairbench's own class and drops it.
 #[test]
 fn a_class_of_another_dimension_or_not_fairbenchs_is_refused_in_one_line() {
-    let Some(url) = weaviate_url() else {
+    let Some((url, _servers)) = on_server(WEAVIATE) else {
         return;
     };
-    let _servers = lock_servers();
     let (dir, _, cache) = run_folders();
     let target = format!("weaviate={url}?filter_strategy=sweeping");
     let quick = |namespace: &'static str, dims: &'static str, out: &str, keep: bool| {
@@ -224,10 +220,9 @@ fn a_class_of_another_dimension_or_not_fairbenchs_is_refused_in_one_line() {
 /// ceiling, and the run goes on to the next ef point.
 #[test]
 fn weaviate_searches_past_the_ceiling_are_timeouts_and_the_run_goes_on() {
-    let Some(url) = weaviate_url() else {
+    let Some((url, _servers)) = on_server(WEAVIATE) else {
         return;
     };
-    let _servers = lock_servers();
     run_past_the_ceiling("weaviate", &url, "fbwvceiling");
     assert_eq!(class_status(&url, "Fbwvceiling_f32"), "404");
 }

@@ -53,11 +53,9 @@ fn builds(report: &Report) -> &Vec<serde_json::Value> {
 
 #[test]
 fn two_vector_workers_make_one_run_built_and_scored_once() {
-    let Some(pg) = server_url("FAIRBENCH_TEST_PGVECTOR_URL") else {
+    let Some((pg, dir)) = on_server("FAIRBENCH_TEST_PGVECTOR_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("pgvector={pg}");
     let parts = workers(dir.path(), &target, 2, &[0, 1]);
     let mut reports = Vec::new();
@@ -108,11 +106,9 @@ fn two_vector_workers_make_one_run_built_and_scored_once() {
 
 #[test]
 fn a_vector_worker_that_never_comes_stops_the_others_and_an_embedded_index_is_refused() {
-    let Some(pg) = server_url("FAIRBENCH_TEST_PGVECTOR_URL") else {
+    let Some((pg, dir)) = on_server("FAIRBENCH_TEST_PGVECTOR_URL") else {
         return;
     };
-    let _servers = lock_servers();
-    let dir = tempfile::tempdir().unwrap();
     let target = format!("pgvector={pg}");
     // Worker 1 of 2 is never started (its pod was killed before the barrier).
     let parts = workers(dir.path(), &target, 2, &[0]);

@@ -1,15 +1,17 @@
 //! For the tools' integration tests: whether a real server must be there, its URL from the
-//! environment the test command set up, a lock so one test at a time uses the servers, running
-//! a tool in-process on parsed arguments, the client calls tests make to set servers up, and
-//! the check that no secret reached anything a run wrote, what a test asserts of a run's
-//! outcome (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and
-//! `report` ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a
-//! real browser; network namespaces for tests of several workers ([`netns`]), the processes
-//! such a test starts ([`process`]), a run as an Indexed Job makes it in those namespaces
-//! ([`job`]) and what it asserts of their parts ([`workers`]).
+//! environment the test command set up, a lock so one test at a time uses the servers (with a
+//! scratch folder, the line a server test begins with: [`on_server`]), running a tool
+//! in-process on parsed arguments, the client calls tests make to set servers up, and the check
+//! that no secret reached anything a run wrote, what a test asserts of a run's outcome
+//! (`assert_all_ok`, [`assert_refused`]), the check of a tool's `compare` and `report`
+//! ([`tooling`]), and (feature `browser`) the check that `report.html` renders in a real
+//! browser; network namespaces for tests of several workers ([`netns`]), the processes such a
+//! test starts ([`process`]), a run as an Indexed Job makes it in those namespaces ([`job`])
+//! and what it asserts of their parts ([`workers`]).
 
 #[cfg(any(test, feature = "browser"))]
 mod browser;
+mod fixture;
 pub mod job;
 pub mod netns;
 mod order;
@@ -21,6 +23,7 @@ pub mod workers;
 
 #[cfg(any(test, feature = "browser"))]
 pub use browser::{assert_html_renders, check_page, chromium};
+pub use fixture::{OnServers, on_server, on_servers};
 pub use order::assert_systems_alternate;
 #[cfg(feature = "schema")]
 pub use outcome::assert_all_ok;

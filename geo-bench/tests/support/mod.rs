@@ -1,27 +1,27 @@
-//! What the integration tests share: the real servers the test command started, a lock so
-//! tests that use the same server do not run at once, and running geo-bench in-process.
+//! What the integration tests share: the real servers the test command started (each test
+//! holding them to itself: `on_server`), and running geo-bench in-process.
 
 #![allow(dead_code)]
 
 use std::path::Path;
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{assert_matches_schema, lock_servers, psql, read_json, server_url};
+pub use common::testing::{assert_matches_schema, on_server, on_servers, psql, read_json};
 
-/// A database with PostGIS enabled on the test PostgreSQL, created once per test binary.
-pub fn postgis_url() -> Option<String> {
-    let url = server_url("FAIRBENCH_TEST_POSTGRES_URL")?;
+/// The URL of a database with PostGIS enabled on the test PostgreSQL at `url` (made the first
+/// time, then kept).
+pub fn postgis_database(url: &str) -> String {
     let database = "fairbench_geo_test";
     let exists = psql(
-        &url,
+        url,
         &format!("SELECT count(*) FROM pg_database WHERE datname = '{database}'"),
     );
     if exists == "0" {
-        psql(&url, &format!("CREATE DATABASE {database}"));
+        psql(url, &format!("CREATE DATABASE {database}"));
     }
-    let own = common::testing::with_database(&url, database);
+    let own = common::testing::with_database(url, database);
     psql(&own, "CREATE EXTENSION IF NOT EXISTS postgis");
-    Some(own)
+    own
 }
 
 common::in_process_runs!("geo-bench", geo_bench);

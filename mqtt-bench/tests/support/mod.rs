@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 #[allow(unused_imports)] // not every test binary uses every helper
 pub use common::testing::{
-    assert_matches_schema, lock_servers, read_json, server_url as server_env, servers_required,
+    assert_matches_schema, lock_servers, on_server, on_servers, read_json,
+    server_url as server_env, servers_required,
 };
 
 common::in_process_runs!("mqtt-bench", mqtt_bench);

@@ -1,19 +1,15 @@
-//! What the integration tests share: the OpenSearch server the test command started, a lock so
-//! tests that use it do not run at once, and running search-bench in-process.
+//! What the integration tests share: the OpenSearch server the test command started (each test
+//! holding it to itself: `on_server`), and running search-bench in-process.
 
 #![allow(dead_code)]
 
 use std::path::Path;
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{
-    assert_matches_schema, http, lock_servers as lock_server, read_json, server_url,
-};
+pub use common::testing::{assert_matches_schema, http, on_server, read_json};
 
-/// The OpenSearch URL the test command exported, or `None` (with a note) outside CI.
-pub fn opensearch_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_OPENSEARCH_URL")
-}
+/// Where the test command exports the OpenSearch URL.
+pub const OPENSEARCH: &str = "FAIRBENCH_TEST_OPENSEARCH_URL";
 
 common::in_process_runs!("search-bench", search_bench);
 

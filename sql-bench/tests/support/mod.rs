@@ -1,8 +1,8 @@
 //! What the integration tests share: the real servers the test command started (common's
-//! test support: the lock, the URLs, the servers-required check, psql, the schema check),
-//! running sql-bench in-process, the MariaDB client calls tests make, the app's collection
-//! opened on a server and the indexes it must show, and a PostgreSQL of a test's own that it
-//! crashes mid-run ([`DoomedPostgres`]).
+//! test support: their URLs with the servers held for one test, the servers-required check,
+//! psql, the schema check), running sql-bench in-process, the MariaDB client calls tests make,
+//! the app's collection opened on a server and the indexes it must show, and a PostgreSQL of a
+//! test's own that it crashes mid-run ([`DoomedPostgres`]).
 
 #![allow(dead_code)]
 
@@ -19,32 +19,19 @@ pub use doomed::{DoomedPostgres, any_cell};
 pub use common::exit::Exit;
 #[allow(unused_imports)]
 pub use common::testing::{
-    assert_matches_schema, block_on, lock_servers, psql, read_json, server_url, servers_required,
-    with_database,
+    assert_matches_schema, block_on, lock_servers, on_server, on_servers, psql, read_json,
+    server_url, servers_required, with_database,
 };
 
-pub fn postgres_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_POSTGRES_URL")
-}
-
-pub fn mysql_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_MYSQL_URL")
-}
-
+/// Where the test command exports the URL of each server (for [`on_server`]).
+pub const POSTGRES: &str = "FAIRBENCH_TEST_POSTGRES_URL";
+pub const MYSQL: &str = "FAIRBENCH_TEST_MYSQL_URL";
 /// FerretDB (MongoDB wire protocol) on a PostgreSQL of its own.
-pub fn ferretdb_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_FERRETDB_URL")
-}
-
+pub const FERRETDB: &str = "FAIRBENCH_TEST_FERRETDB_URL";
 /// Apache Cassandra (CQL).
-pub fn cassandra_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_CASSANDRA_URL")
-}
-
+pub const CASSANDRA: &str = "FAIRBENCH_TEST_CASSANDRA_URL";
 /// pouchdb-server (the CouchDB HTTP API).
-pub fn pouchdb_url() -> Option<String> {
-    server_url("FAIRBENCH_TEST_POUCHDB_URL")
-}
+pub const POUCHDB: &str = "FAIRBENCH_TEST_POUCHDB_URL";
 
 /// The target at `url` opened as `sql-bench app` opens it (described at C0) with the app's
 /// collection made: for a test that then changes the collection behind fairbench's back.

@@ -1,13 +1,15 @@
-//! What the integration tests share: the servers the test command started, a lock so tests
-//! that use the same server do not run at once, running vector-bench in-process, and the
-//! folders a run writes to.
+//! What the integration tests share: the servers the test command started (each test holding
+//! them to itself: `on_server`), running vector-bench in-process, and the folders a run writes
+//! to.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{assert_matches_schema, cell, lock_servers, read_json, server_url};
+pub use common::testing::{
+    assert_matches_schema, cell, on_server, on_servers, read_json, server_url,
+};
 
 common::in_process_runs!("vector-bench", vector_bench);
 
