@@ -24,6 +24,20 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     Ok(value as u64)
 }
 
+/// Parses a count as [`parse_count`] does, of at most `max`; a larger one is refused with
+/// `too_many(n)` (the option's limit, said the option's way).
+pub fn parse_count_at_most(
+    text: &str,
+    max: u64,
+    too_many: impl FnOnce(u64) -> String,
+) -> Result<usize, String> {
+    let n = parse_count(text)?;
+    if n > max {
+        return Err(too_many(n));
+    }
+    usize::try_from(n).map_err(|_| too_many(n))
+}
+
 /// Parses a positive rate in operations per second such as `500`, `5k` or `1.5M`, with or
 /// without its unit (`5k/s`).
 pub fn parse_rate(text: &str) -> Result<f64, String> {

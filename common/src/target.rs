@@ -172,6 +172,23 @@ pub fn location_of_host(host: &str) -> Location {
     }
 }
 
+/// The host of a URL or of a `HOST[:PORT]` (`postgres://u:p@HOST:port/db`, `[::1]:9042` →
+/// `::1`, `http://HOST:6334/path`).
+pub fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => host_port.split(':').next().unwrap_or(host_port),
+    }
+}
+
+/// Where the server a URL (or a `HOST[:PORT]`) names runs: this machine when its host is.
+pub fn location_of_url(url: &str) -> Location {
+    location_of_host(host_of(url))
+}
+
 /// What a report cannot say of a server on another host, besides the durable-write floor of
 /// its disk (which [`crate::run::Lifecycle::begin`] notes by itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,6 +243,24 @@ pub fn op_error(fatal: bool, message: impl ToString) -> OpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_of_a_url_is_found_in_every_form() {
+        assert_eq!(host_of("postgres://u:p@127.0.0.1:5432/db"), "127.0.0.1");
+        assert_eq!(host_of("mysql://u@[::1]:3306"), "::1");
+        assert_eq!(host_of("postgres://db.example.com/x"), "db.example.com");
+        assert_eq!(host_of("127.0.0.1:9042"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:6334"), "::1");
+        assert_eq!(host_of("localhost"), "localhost");
+        assert_eq!(host_of("http://localhost:5984"), "localhost");
+        assert_eq!(host_of("http://127.0.0.1:6334/collections"), "127.0.0.1");
+        assert_eq!(location_of_url("cql://127.0.0.1:9042"), Location::Local);
+        assert_eq!(location_of_url("[::1]:8000"), Location::Local);
+        assert_eq!(
+            location_of_url("couchdb://u:***@db.example.com:5984"),
+            Location::Remote
+        );
+    }
 
     #[test]
     fn loopback_hosts_and_sockets_are_local() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use common::human::parse_count;
+use common::human::{parse_count, parse_count_at_most};
 use common::options::CommonOpts;
 use serde::{Deserialize, Serialize};
 
@@ -93,18 +93,13 @@ pub struct Opts {
 }
 
 fn batch_size(text: &str) -> Result<usize, String> {
-    let n = parse_count(text)?;
-    if n > 100_000 {
-        return Err(format!("{n} is more than 100,000 events per request"));
-    }
-    Ok(n as usize)
+    parse_count_at_most(text, 100_000, |n| {
+        format!("{n} is more than 100,000 events per request")
+    })
 }
 
 fn clients(text: &str) -> Result<u32, String> {
-    let n = parse_count(text)?;
-    if n > 1_024 {
-        return Err(format!("{n} is more than 1,024 clients"));
-    }
+    let n = parse_count_at_most(text, 1_024, |n| format!("{n} is more than 1,024 clients"))?;
     Ok(n as u32)
 }
 

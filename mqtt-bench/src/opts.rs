@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Parser;
+use common::human::parse_count_at_most;
 use common::options::{CommonOpts, TargetSpec};
 use common::procstat::ServerPid;
 use serde::{Deserialize, Serialize};
@@ -291,11 +292,9 @@ mod seconds {
 }
 
 pub fn topics(text: &str) -> Result<usize, String> {
-    let n = common::human::parse_count(text)?;
-    if n > 100_000 {
-        return Err(format!("--topics {n} is more than 100,000"));
-    }
-    Ok(n as usize)
+    parse_count_at_most(text, 100_000, |n| {
+        format!("--topics {n} is more than 100,000")
+    })
 }
 
 pub fn keep_alive(text: &str) -> Result<Duration, String> {
@@ -330,13 +329,9 @@ pub fn payload_bytes(text: &str) -> Result<usize, String> {
 }
 
 pub fn inflight(text: &str) -> Result<usize, String> {
-    let n = common::human::parse_count(text)?;
-    if n > u64::from(u16::MAX) {
-        return Err(format!(
-            "--inflight {n} is more than MQTT's 65,535 packet identifiers"
-        ));
-    }
-    Ok(n as usize)
+    parse_count_at_most(text, u64::from(u16::MAX), |n| {
+        format!("--inflight {n} is more than MQTT's 65,535 packet identifiers")
+    })
 }
 
 pub fn subscribers(text: &str) -> Result<usize, String> {

@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 use clap::{Parser, Subcommand};
-use common::human::parse_count;
+use common::human::{parse_count, parse_count_at_most};
 use common::options::CommonOpts;
 use serde::{Deserialize, Serialize};
 
@@ -76,11 +76,9 @@ pub struct CrudOpts {
 }
 
 fn value_size(text: &str) -> Result<usize, String> {
-    let n = parse_count(text)?;
-    if n > 65_000 {
-        return Err(format!("--value-size {n} is larger than 65,000 bytes"));
-    }
-    Ok(n as usize)
+    parse_count_at_most(text, 65_000, |n| {
+        format!("--value-size {n} is larger than 65,000 bytes")
+    })
 }
 
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone)]

@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
 pub use common::reach::{Reach, TlsState};
-use common::results::Location;
 pub use common::target::{
-    Described, Identified, Identity, TargetError, is_local_host, location_of_host, op_error,
+    Described, Identified, Identity, TargetError, host_of, is_local_host, location_of_host,
+    location_of_url, op_error,
 };
 
 use crate::durability::{Check, Durability};
@@ -213,39 +213,9 @@ pub fn split_authority(
     Ok((user, host_port))
 }
 
-/// Where the server a URL names runs: this machine when its host is a loopback address.
-pub fn location_of_url(url: &str) -> Location {
-    location_of_host(url_host(url))
-}
-
-/// The host of a URL or of a `host:port` (`postgres://u:p@HOST:port/db`, `[::1]:9042`).
-pub fn url_host(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(v6),
-        None => host_port.split(':').next().unwrap_or(host_port),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_host_of_a_url_is_found_in_every_form() {
-        assert_eq!(url_host("postgres://u:p@127.0.0.1:5432/db"), "127.0.0.1");
-        assert_eq!(url_host("mysql://u@[::1]:3306"), "::1");
-        assert_eq!(url_host("postgres://db.example.com/x"), "db.example.com");
-        assert_eq!(url_host("127.0.0.1:9042"), "127.0.0.1");
-        assert_eq!(url_host("http://localhost:5984"), "localhost");
-        assert_eq!(location_of_url("cql://127.0.0.1:9042"), Location::Local);
-        assert_eq!(
-            location_of_url("couchdb://u:***@db.example.com:5984"),
-            Location::Remote
-        );
-    }
 
     #[test]
     fn authorities_give_credentials_and_a_port() {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::deadline::Deadline;
 use common::options::TargetSpec;
 use common::pool::BoxFuture;
-pub use common::target::{Described, Identified, Identity, TargetError, location_of_host};
+pub use common::target::{Described, Identified, Identity, TargetError, location_of_url};
 use serde::Serialize;
 
 use crate::dataset::Dataset;
@@ -79,14 +79,6 @@ pub fn check_dimensions(
              drop it or choose another --namespace"
         ))),
         _ => Ok(()),
-    }
-}
-
-/// The host of a `HOST[:PORT]` authority (`[::1]:8000` → `[::1]`), to tell where a server runs.
-pub fn host_of(authority: &str) -> &str {
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => host,
-        _ => authority,
     }
 }
 
@@ -319,13 +311,7 @@ mod tests {
 
     #[test]
     fn hosts_are_read_from_authorities_and_dimensions_checked() {
-        assert_eq!(host_of("127.0.0.1:8000"), "127.0.0.1");
-        assert_eq!(host_of("[::1]:6334"), "[::1]");
-        assert_eq!(host_of("localhost"), "localhost");
-        assert_eq!(
-            location_of_host(host_of("db.example.com:8000")),
-            Location::Remote
-        );
+        assert_eq!(location_of_url("db.example.com:8000"), Location::Remote);
         let spec = TargetSpec::parse("ch=chroma://127.0.0.1:8000").unwrap();
         let id = Identity::of(&spec, "chroma");
         assert!(check_dimensions(&id, "collection x".into(), Some(16), 16).is_ok());

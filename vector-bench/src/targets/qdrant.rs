@@ -43,7 +43,7 @@ use qdrant_client::qdrant::{
 
 use super::{
     BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Described, Identity, Mode, Opened,
-    Reach, TargetError, VectorTarget, check_dimensions, host_of, location_of_host,
+    Reach, TargetError, VectorTarget, check_dimensions, location_of_url,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -222,13 +222,11 @@ impl VectorTarget for QdrantTarget {
                 .await
                 .map_err(|e| self.identity.query_error(e))?;
             // gRPC does not say where the server keeps its data.
-            let authority = self.access.url.split_once("://").map_or("", |(_, r)| r);
-            let host = host_of(authority);
             Ok(Described {
                 kind: self.identity.kind.clone(),
                 version: format!("Qdrant {}", health.version),
                 settings: BTreeMap::new(),
-                location: location_of_host(host),
+                location: location_of_url(&self.access.url),
                 data_dir: None,
             })
         })

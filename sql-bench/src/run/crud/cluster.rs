@@ -14,7 +14,7 @@ use crate::durability::{Check, ReadFrom};
 use crate::opts::CrudOpts;
 use crate::replication::{self, DurabilityEvidence, SystemEvidence};
 use crate::suites::crud::data::CrudData;
-use crate::targets::{self, KvTable, is_local_host, url_host};
+use crate::targets::{self, KvTable, host_of, is_local_host};
 
 /// How long a replica may take to replay the freshly loaded read table.
 const REPLICA_CATCH_UP: Duration = Duration::from_secs(30);
@@ -209,11 +209,11 @@ pub(super) fn topology_note(opts: &CrudOpts, systems: &[System]) -> String {
         s.cluster
             .spec
             .as_ref()
-            .is_some_and(|p| is_local_host(url_host(&p.url)))
+            .is_some_and(|p| is_local_host(host_of(&p.url)))
             && s.cluster
                 .replicas
                 .iter()
-                .all(|r| is_local_host(url_host(&r.url)))
+                .all(|r| is_local_host(host_of(&r.url)))
     });
     let place = if local {
         "every node ran on this machine, as did the client: replication crosses loopback rather than a network, and the nodes share this machine's CPUs and disk with each other and with the client"

@@ -40,7 +40,7 @@ use http::{Access, Http, authorization, heartbeat};
 
 use super::{
     BUILD_FLAG, BUILD_PHASE, Bounds, BuildProgress, BuildReport, Described, Identity, Mode, Opened,
-    Reach, TargetError, TlsState, VectorTarget, check_dimensions, host_of, location_of_host,
+    Reach, TargetError, TlsState, VectorTarget, check_dimensions, location_of_url,
 };
 use crate::dataset::{Dataset, Metric};
 use crate::index::{IndexSpec, Variant};
@@ -138,7 +138,7 @@ impl ChromaTarget {
             http,
             access,
             tls,
-            location: location_of_host(host_of(host)),
+            location: location_of_url(host),
             rebuild,
             batch: 1000,
             build_bound: bounds.build,
