@@ -28,6 +28,10 @@ fn class_status(url: &str, class: &str) -> String {
 const RECALL_FLOOR: f64 = 0.95;
 /// The 10% family at ef 128 (its ground truth is the exact top 10 of the category's rows).
 const FILTERED_RECALL_FLOOR: f64 = 0.9;
+/// rq at 8 bits, rescored, at ef 128.
+const INT8_RECALL_FLOOR: f64 = 0.9;
+/// bq on 24 dimensions (24 bits a vector), rescored, at ef 128.
+const BINARY_RECALL_FLOOR: f64 = 0.5;
 
 #[test]
 fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
@@ -46,13 +50,18 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
         "--namespace",
         "fbweaviate",
         "--variants",
-        "f32,int8",
+        "f32,int8,binary",
         "--filters",
         "none,10pct",
     ]);
     let summary = run(&args(&out, &cache, &extra)).unwrap();
     let report = &summary.report;
-    assert_eq!(summary.exit, Exit::NotAllOk, "int8 is refused");
+    let not_ok: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::Ok)
+        .collect();
+    assert_eq!(summary.exit, Exit::AllOk, "{not_ok:#?}");
     assert_matches_schema(&out);
     let w = &report.systems[0];
     assert_eq!(w.name, "weaviate");
@@ -70,6 +79,12 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
             ("f32.dimensions", "24"),
             ("f32.rows", "2000"),
             ("f32.payload_index", "category (\"int\", indexFilterable)"),
+            ("int8.quantization", "rq"),
+            ("int8.rq_bits", "8"),
+            ("int8.rq_rescore_limit", "20"),
+            ("int8.rows", "2000"),
+            ("binary.quantization", "bq"),
+            ("binary.rows", "2000"),
         ],
     );
     for ef in ["16", "48", "128"] {
@@ -91,13 +106,20 @@ fn weaviate_builds_answers_at_each_ef_and_reads_its_parameters_back() {
         filtered >= FILTERED_RECALL_FLOOR,
         "filtered recall {filtered}"
     );
-    let c = cell(report, "int8 · unfiltered · k 10 · ef 16", "weaviate");
-    assert_eq!(c.status, Status::Refused);
-    let reason = c.reason.as_deref().unwrap();
-    assert!(reason.contains("not offered"), "{reason}");
-    assert!(reason.contains("quantization"), "{reason}");
-    // The run drops its class (no --keep-data).
-    assert_eq!(class_status(&url, "Fbweaviate_f32"), "404");
+    for (variant, floor) in [("int8", INT8_RECALL_FLOOR), ("binary", BINARY_RECALL_FLOOR)] {
+        let c = cell(
+            report,
+            &format!("{variant} · unfiltered · k 10 · ef 128"),
+            "weaviate",
+        );
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        let got = recall(c);
+        assert!(got >= floor, "{variant} recall {got}");
+    }
+    // The run drops its classes (no --keep-data).
+    for class in ["Fbweaviate_f32", "Fbweaviate_int8", "Fbweaviate_binary"] {
+        assert_eq!(class_status(&url, class), "404", "{class}");
+    }
 }
 
 #[test]
