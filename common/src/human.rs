@@ -181,6 +181,17 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_count_says_its_own_limit() {
+        let too_many = |n| format!("--topics {n} is more than 100,000");
+        assert_eq!(parse_count_at_most("100k", 100_000, too_many), Ok(100_000));
+        assert_eq!(
+            parse_count_at_most("100001", 100_000, too_many),
+            Err("--topics 100001 is more than 100,000".into())
+        );
+        assert!(parse_count_at_most("0", 100_000, too_many).is_err());
+    }
+
+    #[test]
     fn counts_and_rates_take_suffixes() {
         assert_eq!(parse_count("5k").unwrap(), 5_000);
         assert_eq!(parse_count("2.5M").unwrap(), 2_500_000);
