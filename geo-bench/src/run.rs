@@ -122,7 +122,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         window_number += 1;
         if !b.is_live() || systems[si].workers.is_none() {
             if let Err(e) = meet_unmeasured(&mut worker, &plan.workloads[wi]).await {
-                return stopped(run, &worker, &mut builders, &plan, e);
+                return stopped(opts, &mut systems, run, &worker, &mut builders, &plan, e).await;
             }
             continue;
         }
@@ -143,14 +143,14 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             worker: &mut worker,
         };
         if let Err(e) = one_window(&shared, slot).await {
-            return stopped(run, &worker, &mut builders, &plan, e);
+            return stopped(opts, &mut systems, run, &worker, &mut builders, &plan, e).await;
         }
         run.report.worker = worker.info();
         run.record(finish_cell(b, &plan.workloads[wi], results_sums[wi][si]))?;
     }
     // Worker 0 cleans up only once every worker is done with its last window.
     if let Err(e) = worker.sync(0).await {
-        return stopped(run, &worker, &mut builders, &plan, e);
+        return stopped(opts, &mut systems, run, &worker, &mut builders, &plan, e).await;
     }
     run.report.worker = worker.info();
     floor_notes(&mut run.report, &systems);
@@ -179,14 +179,20 @@ async fn meet_unmeasured(
 
 /// The run stopped at the barrier: every cell not yet measured in full says why, and the
 /// error (exit 3) goes back with results.json written; or, when a worker was interrupted,
-/// the run ends as an interrupted one.
-fn stopped(
-    run: Recording,
+/// the run ends as an interrupted one. Either way the data is dropped, unless kept.
+async fn stopped(
+    opts: &Opts,
+    systems: &mut [System],
+    mut run: Recording,
     worker: &Worker,
     builders: &mut [Vec<Option<Builder>>],
     plan: &crate::plan::Plan,
     error: BarrierError,
 ) -> anyhow::Result<Summary> {
+    // Worker 0 drops the data it made, as a run that ends does: every worker is stopping.
+    if worker.prepares() {
+        cleanup(opts, systems, &mut run.report.notes).await;
+    }
     let mut unfinished = Vec::new();
     for (wi, row) in builders.iter_mut().enumerate() {
         for b in row.iter_mut().flatten() {

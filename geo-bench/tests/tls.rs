@@ -15,7 +15,7 @@ use common::exit::Exit;
 use common::testing::scratch::role_with_database;
 use common::testing::{
     assert_all_ok, assert_every_cell_labelled, assert_exited_ok, assert_no_secret, assert_refused,
-    assert_untrusted_ca, client_output, read_report, with_param, without_tls,
+    assert_untrusted_ca, read_report, with_param, without_tls,
 };
 use support::*;
 
@@ -190,17 +190,6 @@ fn redis_over_tls_is_verified_recorded_and_refused_in_one_line() {
         "none (--insecure-skip-verify)"
     );
     assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
-}
-
-/// `redis-cli` against the plaintext port of the same Redis, for the ACL set-up; its answer.
-fn redis_cli(url: &str, command: &[&str]) -> String {
-    let (host, port) = common::urlparts::host_port(url).expect("a host");
-    let port = port.expect("a port").to_string();
-    client_output(
-        Command::new("redis-cli")
-            .args(["-h", &host, "-p", &port])
-            .args(command),
-    )
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! in-process, on loopback) against the real Redis: every window opened by the barrier, every
 //! event inserted exactly once across workers, `merge` adding their figures exactly; a worker
 //! that never comes stopping the others with the barrier's code; and a worker interrupted
-//! (Ctrl-C) stopping every worker at the next meeting as an interrupted run stops.
+//! (Ctrl-C) stopping every worker at the next meeting as an interrupted run stops, its data
+//! dropped all the same.
 
 mod support;
 
@@ -110,4 +111,7 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
         workers(dir.path(), &redis, (2, &[0, 1]), 40, flags)
     });
     assert_interrupted_and_unmerged(&parts, &seen, "geo-bench", &GeoReport);
+    // Stopped at the barrier, worker 0 still drops the keys it made.
+    let left = redis_cli(&redis, &["--scan", "--pattern", "fairbench:geo:*"]);
+    assert_eq!(left, "", "fairbench's keys are left behind");
 }

@@ -1,7 +1,7 @@
 //! `sql-bench crud` as several client machines of one run (two workers' worth, in-process, on
 //! loopback) against the real PostgreSQL (an embedded SQLite cannot be shared by workers): a
 //! worker interrupted (Ctrl-C) stops every worker at the next meeting as an interrupted run
-//! stops, whose parts `merge` refuses.
+//! stops, whose parts `merge` refuses, and whose tables worker 0 drops all the same.
 
 mod support;
 
@@ -30,4 +30,10 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
         )
     });
     assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
+    // Stopped at the barrier, worker 0 still drops the tables it made.
+    let left = psql(
+        &pg,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename LIKE 'crud_%'",
+    );
+    assert_eq!(left, "0", "fairbench's crud tables are left behind");
 }

@@ -191,4 +191,10 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
         workers(dir.path(), &pg, flags, settings.as_flattened())
     });
     assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);
+    // Stopped at the barrier, worker 0 still drops the table it made.
+    let left = psql(
+        &pg,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'fairbench' AND tablename = 'ycsb'",
+    );
+    assert_eq!(left, "0", "fairbench's ycsb table is left behind");
 }

@@ -34,3 +34,14 @@ pub const QUICK: &str =
 pub fn args<'a>(output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     common::testing::quick_args(&[], output, &common::testing::words(QUICK), extra)
 }
+
+/// `redis-cli` against the Redis of `url` (its host and port); its answer.
+pub fn redis_cli(url: &str, command: &[&str]) -> String {
+    let (host, port) = common::urlparts::host_port(url).expect("a host");
+    let port = port.expect("a port").to_string();
+    common::testing::client_output(
+        std::process::Command::new("redis-cli")
+            .args(["-h", &host, "-p", &port])
+            .args(command),
+    )
+}

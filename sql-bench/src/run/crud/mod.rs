@@ -106,6 +106,10 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
                     b.to_cell()
                 })
                 .collect();
+            // Worker 0 drops its tables, as a run that ends does: every worker is stopping.
+            if worker.prepares() {
+                cleanup(opts, &mut systems, &mut run.report.notes).await;
+            }
             return run.stopped_at_barrier(unfinished, worker.info(), error, &CrudReport);
         }
     }

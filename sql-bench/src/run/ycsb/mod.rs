@@ -165,6 +165,10 @@ pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
                     c.to_cell()
                 })
                 .collect();
+            // Worker 0 drops its table, as a run that ends does: every worker is stopping.
+            if worker.prepares() {
+                cleanup(opts, &plan, &mut systems, &mut run.report.notes).await;
+            }
             return run.stopped_at_barrier(unfinished, worker.info(), error, &YcsbReport);
         }
     }
