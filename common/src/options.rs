@@ -57,8 +57,8 @@ pub struct CommonOpts {
     pub output: Option<PathBuf>,
 
     /// Longest one operation may run before it is recorded as `timeout` (and stopped on the
-    /// server where the engine allows it); a window still busy that long after it closed is a
-    /// `timeout` too.
+    /// server where the engine allows it); a window still busy that long after it closed (plus
+    /// the 5 s a cancellation may take, on an async client) is a `timeout` too.
     #[arg(long, default_value = "120s", value_parser = human::parse_duration)]
     #[serde(
         rename = "ceiling_s",

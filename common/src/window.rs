@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::cputime::{ThreadClock, busy_share, process_cpu_ns};
-use crate::driver::{BlockingOperation, Operation, WorkerCtx, drive, drive_blocking};
+use crate::driver::{BlockingOperation, CANCEL_WAIT, Operation, WorkerCtx, drive, drive_blocking};
 use crate::lanes::Lanes;
 use crate::pacing::Pace;
 use crate::progress::ProgressTx;
@@ -15,6 +15,8 @@ use crate::seconds::PerSecond;
 
 /// How long before the window opens workers are started, so all begin on the same instant.
 const START_LEAD: Duration = Duration::from_millis(5);
+/// Beyond the driver's own bounds, how long an async worker may take to come back.
+const GIVE_UP_SLACK: Duration = Duration::from_secs(1);
 
 /// What every worker of a window shares.
 #[derive(Clone, Debug)]
@@ -132,7 +134,12 @@ pub async fn run_async<O: Operation + 'static>(
             })
         })
         .collect();
-    let give_up = start + plan.duration + plan.ceiling;
+    // A call that began just before the window closed passes the ceiling just before
+    // window + ceiling, and its cancellation (bounded by CANCEL_WAIT in the driver) must still
+    // reach the server: a worker abandoned in the middle of it would leave the statement
+    // running there, beside the next window. The driver returns by then; a worker is given up
+    // only when something outside its bounds holds it.
+    let give_up = start + plan.duration + plan.ceiling + CANCEL_WAIT + GIVE_UP_SLACK;
     let mut returned = Vec::with_capacity(workers);
     let mut results = Vec::with_capacity(workers);
     let mut last_end = start;
@@ -469,8 +476,52 @@ mod tests {
         );
     }
 
+    /// Quick calls until the window is nearly over, then one that hangs; its cancellation takes
+    /// 300 ms.
+    struct LateHang {
+        began: Instant,
+        cancelled: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Operation for LateHang {
+        async fn call(&mut self, _seq: u64) -> Result<(), OpError> {
+            if self.began.elapsed() >= Duration::from_millis(90) {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(())
+        }
+
+        async fn cancel(&mut self) -> Result<(), OpError> {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            self.cancelled
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_worker_whose_cancellation_hangs_is_abandoned_at_the_window_plus_the_ceiling() {
+    async fn a_call_begun_as_the_window_closes_is_cancelled_on_the_server_not_abandoned() {
+        let cancelled = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let late = LateHang {
+            began: Instant::now(),
+            cancelled: cancelled.clone(),
+        };
+        // The window closes at 100 ms; the call that began at 90 ms passes the 200 ms ceiling
+        // at 290 ms, and its cancellation ends at about 590 ms, past window + ceiling.
+        let (back, outcome) = run_async(vec![late], &plan(100, 200)).await;
+        assert_eq!(
+            cancelled.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the cancellation ran to its end"
+        );
+        assert!(back[0].is_some(), "the worker came back with its session");
+        assert_eq!(outcome.stuck_workers, 0);
+        assert_eq!(outcome.recorder.counts.timeout, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_whose_cancellation_hangs_stops_once_the_cancel_wait_is_over() {
         let hangs = Hangs {
             calls: 0,
             cancelled: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -478,10 +529,15 @@ mod tests {
             cancel_hangs: true,
         };
         let began = Instant::now();
-        let (back, outcome) = run_async(vec![hangs], &plan(50, 100)).await;
-        assert!(back[0].is_none());
-        assert_eq!(outcome.stuck_workers, 1);
+        let (_, outcome) = run_async(vec![hangs], &plan(50, 100)).await;
+        // Its session cannot be trusted: the worker stops with the driver's reason.
+        assert_eq!(outcome.stuck_workers, 0);
         assert!(outcome.recorder.counts.timeout >= 1);
-        assert!(began.elapsed() < Duration::from_secs(5));
+        let fatal = outcome.recorder.fatal.unwrap();
+        assert!(fatal.contains("took over 5s"), "{fatal}");
+        // The window, the ceiling and the driver's bound on a cancellation, and no longer.
+        assert!(
+            began.elapsed() < Duration::from_millis(150) + CANCEL_WAIT + Duration::from_secs(2)
+        );
     }
 }
