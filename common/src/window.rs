@@ -1,5 +1,6 @@
 //! One measured window across N workers: start them together, stop them at the deadline,
-//! give up on any still busy after the ceiling, merge what they measured.
+//! give up on any still busy after the ceiling (for async workers, after the ceiling and the
+//! time a cancellation may take), merge what they measured.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -37,7 +38,8 @@ pub struct WindowOutcome {
     pub workers: usize,
     /// From the opening of the window until the last worker finished.
     pub elapsed: Duration,
-    /// Workers still busy when the ceiling passed; their operations count as timeouts.
+    /// Workers still busy when the window gave up on them (the ceiling after it closed, plus
+    /// the cancellation bound for async workers); their operations count as timeouts.
     pub stuck_workers: usize,
     /// The process's CPU time (all threads) spent during the window.
     pub client_cpu_ns: u64,
