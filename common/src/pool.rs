@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::driver::{BlockingOperation, Operation};
 use crate::lanes::Lanes;
+use crate::target::TargetError;
 use crate::window::{WindowOutcome, WindowPlan, run_async, run_blocking};
 
 /// A boxed future, for the object-safe control paths of tools (never the hot path).
@@ -15,6 +16,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Opens one session; the error is a complete, printable sentence.
 pub type Connector<S> = Arc<dyn Fn() -> BoxFuture<'static, Result<S, String>> + Send + Sync>;
+
+/// A tool's workers (`W`: its workers trait object), being opened before anything is measured.
+pub type Opened<W> = BoxFuture<'static, Result<Box<W>, TargetError>>;
 
 pub struct Pool<S> {
     sessions: Vec<Option<S>>,
@@ -169,6 +173,22 @@ impl<S: Send + 'static, K> Held<S, K> {
     /// Opens `size` sessions before anything is measured ([`Pool::open`]).
     pub async fn open(size: usize, connect: Connector<S>) -> Result<Held<S, K>, String> {
         Ok(Held::new(Pool::open(size, connect).await?))
+    }
+
+    /// Opens `size` sessions as a tool's workers: `boxed` makes the held sessions the tool's
+    /// workers trait object (`|held| Box::new(held)`).
+    pub fn open_boxed<W: ?Sized + 'static>(
+        size: usize,
+        connect: Connector<S>,
+        boxed: fn(Held<S, K>) -> Box<W>,
+    ) -> Opened<W>
+    where
+        K: 'static,
+    {
+        Box::pin(async move {
+            let held = Held::open(size, connect).await;
+            Ok(boxed(held.map_err(TargetError::Other)?))
+        })
     }
 
     /// Holds sessions already opened.

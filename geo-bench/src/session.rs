@@ -7,8 +7,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Settle};
-use common::target::TargetError;
+use common::pool::{
+    AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened, Settle,
+};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -285,29 +286,16 @@ pub trait GeoWorkers: Send {
 }
 
 /// Opens `size` async sessions (one task each when measured).
-pub fn async_workers<S: GeoSession>(
-    size: usize,
-    connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
-    open::<S, AsyncSessions>(size, connect)
+pub fn async_workers<S: GeoSession>(size: usize, connect: Connector<S>) -> Opened<dyn GeoWorkers> {
+    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
 /// Opens `size` blocking sessions (one thread each when measured).
 pub fn blocking_workers<S: BlockingGeoSession>(
     size: usize,
     connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
-    open::<S, BlockingSessions>(size, connect)
-}
-
-fn open<S: Send + 'static, K: Drive<GeoOp<S>> + Answer<S>>(
-    size: usize,
-    connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn GeoWorkers>, TargetError>> {
-    Box::pin(async move {
-        let held = Held::<S, K>::open(size, connect).await;
-        Ok(Box::new(held.map_err(TargetError::Other)?) as Box<dyn GeoWorkers>)
-    })
+) -> Opened<dyn GeoWorkers> {
+    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
 fn render(message: impl std::fmt::Display, query: &Query) -> String {

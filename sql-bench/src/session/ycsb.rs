@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{CANCEL_WAIT, OpError};
 use common::lanes::Lanes;
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened};
 use common::recorder::Recorder;
-use common::target::TargetError;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -204,26 +203,16 @@ pub trait YcsbWorkers: Send {
 pub fn async_workers<S: YcsbSession>(
     size: usize,
     connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
-    open::<S, AsyncSessions>(size, connect)
+) -> Opened<dyn YcsbWorkers> {
+    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
 /// Workers for a client whose sessions block (one thread each).
 pub fn blocking_workers<S: BlockingYcsbSession>(
     size: usize,
     connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
-    open::<S, BlockingSessions>(size, connect)
-}
-
-fn open<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>>(
-    size: usize,
-    connect: Connector<S>,
-) -> BoxFuture<'static, Result<Box<dyn YcsbWorkers>, TargetError>> {
-    Box::pin(async move {
-        let held = Held::<S, K>::open(size, connect).await;
-        Ok(Box::new(held.map_err(TargetError::Other)?) as Box<dyn YcsbWorkers>)
-    })
+) -> Opened<dyn YcsbWorkers> {
+    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
 impl<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>> YcsbWorkers for Held<S, K> {
