@@ -245,8 +245,12 @@ impl<'a> Publisher<'a> {
     /// Encodes every message due now (up to a batch); returns the tick that stopped it.
     fn encode_due(&mut self, schedule: &mut Schedule) -> Result<Option<Tick>, ConnError> {
         let spec = self.spec;
+        // The publishers share what is left of the bound, each taking its part, so that
+        // together they pass it by at most one message each.
         let room = match spec.backlog {
-            Some(backlog) => backlog.saturating_sub(self.shared.behind()),
+            Some(backlog) => backlog
+                .saturating_sub(self.shared.behind())
+                .div_ceil(spec.publishers().max(1) as u64),
             None => u64::MAX,
         };
         self.held_back = room == 0;
