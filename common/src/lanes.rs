@@ -2,9 +2,16 @@
 //! runs one thread per `-j`. A session is opened on a lane and always runs there, so its socket,
 //! its task and its wake-ups stay on one thread: no work stealing, no cross-thread wake per
 //! request, and the client's CPU per operation stays low.
+//!
+//! A lane with nothing to run sleeps on its sockets and timers at once, so a reply wakes it
+//! the moment it arrives. While a [`Coalescing`] lives, it waits a set time first and then
+//! takes everything that arrived meanwhile in one wake-up: for windows where one message
+//! written to many of the client's sockets would otherwise wake it once per socket.
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -15,6 +22,21 @@ pub struct Lanes {
     handles: Vec<Handle>,
     /// Each lane thread's scheduler clock, for how busy the client was during a window.
     clocks: Vec<Option<ThreadClock>>,
+    /// How long an idle lane waits before it sleeps, in nanoseconds (0: it sleeps at once).
+    park_delay_ns: Arc<AtomicU64>,
+}
+
+/// While it lives, an idle lane waits [`Lanes::coalesce`]'s delay before it sleeps; dropped,
+/// lanes sleep at once again.
+#[must_use = "lanes coalesce only while the guard lives"]
+pub struct Coalescing {
+    park_delay_ns: Arc<AtomicU64>,
+}
+
+impl Drop for Coalescing {
+    fn drop(&mut self) {
+        self.park_delay_ns.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Lanes {
@@ -29,14 +51,22 @@ impl Lanes {
     }
 
     fn start(count: usize) -> Lanes {
+        let park_delay_ns = Arc::new(AtomicU64::new(0));
         let (handles, clocks) = (0..count)
             .map(|index| {
                 let (tx, rx) = std::sync::mpsc::channel();
+                let delay = park_delay_ns.clone();
                 std::thread::Builder::new()
                     .name(format!("lane-{index}"))
                     .spawn(move || {
                         let runtime = tokio::runtime::Builder::new_current_thread()
                             .enable_all()
+                            .on_thread_park(move || {
+                                let ns = delay.load(Ordering::Relaxed);
+                                if ns > 0 {
+                                    std::thread::sleep(Duration::from_nanos(ns));
+                                }
+                            })
                             .build()
                             .expect("building a lane's runtime");
                         tx.send((runtime.handle().clone(), ThreadClock::current()))
@@ -48,7 +78,26 @@ impl Lanes {
                 rx.recv().expect("a lane reports its handle")
             })
             .unzip();
-        Lanes { handles, clocks }
+        Lanes {
+            handles,
+            clocks,
+            park_delay_ns,
+        }
+    }
+
+    /// Until the guard is dropped, a lane with nothing to run waits `delay` before it sleeps
+    /// on its sockets and timers, and then runs everything that became ready meanwhile: one
+    /// wake-up for what would have been many, at the price of a wake up to `delay` late.
+    /// `None` (and no change) for a zero delay.
+    pub fn coalesce(&self, delay: Duration) -> Option<Coalescing> {
+        if delay.is_zero() {
+            return None;
+        }
+        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.park_delay_ns.store(ns, Ordering::Relaxed);
+        Some(Coalescing {
+            park_delay_ns: self.park_delay_ns.clone(),
+        })
     }
 
     /// CPU time so far ([`ThreadClock::running_ns`]) of the lanes slots `0..slots` run on, summed,
@@ -82,6 +131,7 @@ impl Lanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[tokio::test]
     async fn slots_stay_on_their_lane() {
@@ -95,5 +145,41 @@ mod tests {
         let first = name(0).await.unwrap();
         assert!(first.starts_with("lane-"), "{first}");
         assert_eq!(name(lanes.len()).await.unwrap(), first);
+    }
+
+    /// How long a message sent to a task waiting on a lane takes to be taken, the lane idle
+    /// (asleep, or waiting to sleep) when it is sent; the quickest of three.
+    fn wake_delay(lanes: &Lanes) -> Duration {
+        (0..3)
+            .map(|_| {
+                let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
+                let taken = lanes.spawn(0, async move { rx.await.unwrap().elapsed() });
+                // The lane runs the task to its wait and goes idle.
+                std::thread::sleep(Duration::from_millis(20));
+                tx.send(Instant::now()).unwrap();
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                runtime.block_on(taken).unwrap()
+            })
+            .min()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_idle_lane_waits_before_it_sleeps_only_while_coalescing() {
+        // Lanes of their own: the process's shared lanes serve other tests at the same time.
+        let lanes = Lanes::start(1);
+        let guard = lanes.coalesce(Duration::from_millis(400));
+        assert!(guard.is_some());
+        // Sent 20 ms into the lane's 400 ms wait: taken when the wait is over, not before.
+        let coalesced = wake_delay(&lanes);
+        assert!(coalesced >= Duration::from_millis(200), "{coalesced:?}");
+        drop(guard);
+        // The wait that was under way ends; from then on the lane sleeps at once.
+        std::thread::sleep(Duration::from_millis(500));
+        let at_once = wake_delay(&lanes);
+        assert!(at_once < Duration::from_millis(200), "{at_once:?}");
+        assert!(lanes.coalesce(Duration::ZERO).is_none());
     }
 }

@@ -324,6 +324,7 @@ pub fn client_capacities(opts: &Opts, endpoint: &Endpoint, fd: &FdLimit) -> serd
         "lanes": common::lanes::Lanes::shared().len(),
         "inflight": opts.inflight,
         "backlog_messages": opts.backlog,
+        "read_coalesce_us": opts.read_coalesce.as_micros() as u64,
         "max_packet_bytes": endpoint.max_packet_bytes,
         "keep_alive_s": endpoint.keep_alive_s,
         "read_chunk_bytes": crate::protocol::conn::READ_CHUNK_BYTES,

@@ -168,6 +168,14 @@ pub struct Opts {
     #[arg(long, default_value = "500", value_parser = common::human::parse_count)]
     pub backlog: u64,
 
+    /// Closed-loop windows with several subscribers: how long an idle client lane waits
+    /// before it sleeps on its sockets, so one message the broker writes to every subscriber
+    /// wakes the client once, not once per subscriber (0: read at once). Deliveries in those
+    /// windows are stamped up to this late. At most 10ms.
+    #[arg(long, default_value = "500us", value_parser = read_coalesce)]
+    #[serde(rename = "read_coalesce_s", with = "seconds")]
+    pub read_coalesce: Duration,
+
     /// Every topic starts with this; each window publishes on a topic of its own below it.
     #[arg(long, default_value = "fairbench")]
     pub topic_prefix: String,
@@ -289,6 +297,17 @@ mod seconds {
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         common::options::from_seconds(d)
     }
+}
+
+fn read_coalesce(text: &str) -> Result<Duration, String> {
+    if text.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let delay = common::human::parse_duration(text)?;
+    if delay > Duration::from_millis(10) {
+        return Err(format!("--read-coalesce {text} is longer than 10ms"));
+    }
+    Ok(delay)
 }
 
 pub fn topics(text: &str) -> Result<usize, String> {

@@ -78,6 +78,9 @@ pub struct WindowSpec {
     /// of the group), so a broker's queues stay bounded and latency stays a measure of the
     /// broker, not of a backlog the client piled up. `None`: no bound.
     pub backlog: Option<u64>,
+    /// How long an idle lane waits before it sleeps during the window ([`Lanes::coalesce`];
+    /// zero: it sleeps at once).
+    pub read_coalesce: Duration,
     /// MQTT 5: publishers send under a topic alias when the broker allows one.
     pub topic_alias: bool,
     /// The subscribers' session (persistent sessions ask for one that outlives a disconnect).
@@ -217,6 +220,7 @@ async fn measure(
 ) -> WindowResult {
     let lanes = Lanes::shared();
     let clients = subscribers.len() + publishers.len();
+    let _coalescing = lanes.coalesce(spec.read_coalesce);
     let clock = LaneClock::start().await;
     let start = Instant::now() + START_LEAD;
     let shared = Arc::new(Shared::new(

@@ -14,6 +14,8 @@ pub use qos::{figures_table, qos_tables, storm_table};
 pub use resources::{cpu_rounds_table, resources_table};
 pub use sweep::{render_sweep_svg, sweep_table};
 
+use std::time::Duration;
+
 use common::export::ToolReport;
 use common::human::{format_bytes, format_latency_ns, format_rate};
 use common::report::{Table, judge, median_and_range, problems, run_line};
@@ -357,6 +359,17 @@ impl ToolReport for MqttReport {
     }
 }
 
+/// How closed-loop windows with several subscribers read, in words.
+fn coalesce_note(delay: Duration) -> String {
+    if delay.is_zero() {
+        return "Every window reads at once: a client lane sleeps on its sockets as soon as it has nothing to run (--read-coalesce 0).".to_owned();
+    }
+    format!(
+        "Closed-loop windows with several subscribers read in batches: a client lane with nothing to run waits {} µs before it sleeps on its sockets (--read-coalesce), so a message the broker writes to every subscriber wakes the client once, not once per subscriber, as subscribers on other machines would not wake the broker's host. Their deliveries are stamped up to that much late; the latency scenario and paced windows read at once.",
+        delay.as_micros()
+    )
+}
+
 /// What a reader must know about how the figures were made.
 pub fn notes(opts: &Opts, systems: &[SystemInfo], fd: &FdLimit) -> Vec<String> {
     let mut notes = vec![
@@ -370,6 +383,7 @@ pub fn notes(opts: &Opts, systems: &[SystemInfo], fd: &FdLimit) -> Vec<String> {
             "Closed-loop publishers stay at most {} messages ahead of their slowest subscriber, so broker queues stay bounded; rates count to the last delivery (or acknowledgement).",
             opts.backlog
         ),
+        coalesce_note(opts.read_coalesce),
         "A QoS 1/2 message lost, or a QoS 2 message delivered twice, makes its cell an error; QoS 0 loss is reported in the ledger, and beside each latency (a percentile the lost messages reach reads \"lost\").".to_owned(),
         "A paced publisher that fell short is client-limited only when its lane was on or waiting for a CPU 90% of the window; otherwise the broker did not take the target rate (\"target not reached\" in the round's detail).".to_owned(),
         format!(
