@@ -168,10 +168,11 @@ pub struct Opts {
     #[arg(long, default_value = "500", value_parser = common::human::parse_count)]
     pub backlog: u64,
 
-    /// Closed-loop windows with several subscribers: how long an idle client lane waits
-    /// before it sleeps on its sockets, so one message the broker writes to every subscriber
-    /// wakes the client once, not once per subscriber (0: read at once). Deliveries in those
-    /// windows are stamped up to this late. At most 10ms.
+    /// Closed-loop windows where every message goes to several subscribers (fan-out,
+    /// many-to-many): how long an idle client lane waits before it sleeps on its sockets, so
+    /// one message the broker writes to every subscriber wakes the client once, not once per
+    /// subscriber (0: read at once). Deliveries in those windows are stamped up to this late.
+    /// At most 10ms.
     #[arg(long, default_value = "500us", value_parser = read_coalesce)]
     #[serde(rename = "read_coalesce_s", with = "seconds")]
     pub read_coalesce: Duration,

@@ -78,8 +78,8 @@ pub struct WindowSpec {
     /// of the group), so a broker's queues stay bounded and latency stays a measure of the
     /// broker, not of a backlog the client piled up. `None`: no bound.
     pub backlog: Option<u64>,
-    /// How long an idle lane waits before it sleeps during the window ([`Lanes::coalesce`];
-    /// zero: it sleeps at once).
+    /// `--read-coalesce`: how long an idle lane may wait before it sleeps during the window,
+    /// where [`WindowSpec::idle_wait`] allows it.
     pub read_coalesce: Duration,
     /// MQTT 5: publishers send under a topic alias when the broker allows one.
     pub topic_alias: bool,
@@ -104,6 +104,34 @@ impl WindowSpec {
 
     pub fn subscriber_id(&self, index: usize) -> String {
         format!("{}-s{index}", self.client_prefix)
+    }
+
+    /// How long the window's idle lanes wait before they sleep ([`Lanes::coalesce`]).
+    pub fn idle_wait(&self) -> Duration {
+        idle_wait(
+            self.read_coalesce,
+            self.rate_per_s,
+            self.owed,
+            self.subscribers(),
+        )
+    }
+}
+
+/// `configured` in a closed-loop window where every message goes to several subscribers of
+/// the client (fan-out, many-to-many): one message then wakes the client once, not once per
+/// subscriber. Zero elsewhere: in a paced window its latency is the figure; a shared group or
+/// a single subscriber gets each message on one socket, and there waiting only slows the
+/// acknowledgements QoS 1 and 2 wait for.
+fn idle_wait(
+    configured: Duration,
+    rate_per_s: Option<f64>,
+    owed: Owed,
+    subscribers: usize,
+) -> Duration {
+    if rate_per_s.is_none() && owed == Owed::Each && subscribers > 1 {
+        configured
+    } else {
+        Duration::ZERO
     }
 }
 
@@ -220,7 +248,7 @@ async fn measure(
 ) -> WindowResult {
     let lanes = Lanes::shared();
     let clients = subscribers.len() + publishers.len();
-    let _coalescing = lanes.coalesce(spec.read_coalesce);
+    let _coalescing = lanes.coalesce(spec.idle_wait());
     let clock = LaneClock::start().await;
     let start = Instant::now() + START_LEAD;
     let shared = Arc::new(Shared::new(
@@ -361,5 +389,22 @@ fn merge(
             .collect(),
         topic_alias,
         inflight,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_closed_loop_windows_owing_each_message_to_several_subscribers_read_in_batches() {
+        let configured = Duration::from_micros(500);
+        // fan-out and many-to-many, closed loop
+        assert_eq!(idle_wait(configured, None, Owed::Each, 50), configured);
+        // paced (the latency scenario, --rate, the QoS 0 sweep), a shared group, one subscriber
+        let paced = idle_wait(configured, Some(10_000.0), Owed::Each, 50);
+        assert_eq!(paced, Duration::ZERO);
+        assert_eq!(idle_wait(configured, None, Owed::Group, 5), Duration::ZERO);
+        assert_eq!(idle_wait(configured, None, Owed::Each, 1), Duration::ZERO);
     }
 }

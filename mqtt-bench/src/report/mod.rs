@@ -365,7 +365,7 @@ fn coalesce_note(delay: Duration) -> String {
         return "Every window reads at once: a client lane sleeps on its sockets as soon as it has nothing to run (--read-coalesce 0).".to_owned();
     }
     format!(
-        "Closed-loop windows with several subscribers read in batches: a client lane with nothing to run waits {} µs before it sleeps on its sockets (--read-coalesce), so a message the broker writes to every subscriber wakes the client once, not once per subscriber, as subscribers on other machines would not wake the broker's host. Their deliveries are stamped up to that much late; the latency scenario and paced windows read at once.",
+        "Closed-loop windows where every message goes to several subscribers (fan-out, many-to-many) read in batches: a client lane with nothing to run waits {} µs before it sleeps on its sockets (--read-coalesce), so a message the broker writes to every subscriber wakes the client once, not once per subscriber, as subscribers on other machines would not wake the broker's host. Their deliveries are stamped up to that much late; every other window (latency, paced, shared groups, one subscriber) reads at once.",
         delay.as_micros()
     )
 }

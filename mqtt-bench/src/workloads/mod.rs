@@ -38,17 +38,6 @@ const DRAIN_QUIET_QOS0: Duration = Duration::from_millis(500);
 /// QoS 1/2 messages are owed: wait longer before calling one lost.
 const DRAIN_QUIET_ACKED: Duration = Duration::from_secs(3);
 
-/// How long the window's idle lanes wait before they sleep: `configured` in a closed-loop
-/// window with several subscribers (one message wakes the client once, not once a
-/// subscriber); zero in a paced window, whose latency is the figure, and with one subscriber.
-fn read_coalesce(configured: Duration, rate_per_s: Option<f64>, subscribers: usize) -> Duration {
-    if rate_per_s.is_none() && subscribers > 1 {
-        configured
-    } else {
-        Duration::ZERO
-    }
-}
-
 /// One row of the report: a scenario at one QoS.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -224,7 +213,7 @@ impl Ctx<'_> {
                 DRAIN_QUIET_ACKED
             },
             backlog: rate_per_s.is_none().then_some(opts.backlog),
-            read_coalesce: read_coalesce(opts.read_coalesce, rate_per_s, subscribers),
+            read_coalesce: opts.read_coalesce,
             topic_alias: true,
             session: Session::CLEAN,
             away: None,
@@ -311,23 +300,5 @@ pub async fn run_round(
         Scenario::Shared => shared::round(row, ctx, label).await,
         Scenario::Retained => retained::round(row, ctx, label).await,
         Scenario::Persistent => persistent::round(row, ctx, label).await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_closed_loop_windows_of_several_subscribers_read_in_batches() {
-        let configured = Duration::from_micros(500);
-        // fan-out, many-to-many and shared groups, closed loop
-        assert_eq!(read_coalesce(configured, None, 50), configured);
-        // paced (the latency scenario, --rate, the QoS 0 sweep) and one subscriber
-        assert_eq!(
-            read_coalesce(configured, Some(10_000.0), 50),
-            Duration::ZERO
-        );
-        assert_eq!(read_coalesce(configured, None, 1), Duration::ZERO);
     }
 }
