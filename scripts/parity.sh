@@ -1,7 +1,8 @@
 # Shared helpers of the *-parity scripts: where the fairbench binaries are, the parts of a URL,
 # one cell of a results.json, CPU time of a command, interleaved legs and the ratio of medians.
 # Sourced, never run. Every script that sources it prints one summary line per comparison:
-#   LABEL: fairbench median A/s, CLIENT median B/s, ratio A/B (CPU per op: fairbench X µs, CLIENT Y µs)
+#   LABEL: fairbench median A/s, CLIENT median B/s, ratio A/B (CPU per op: fairbench X µs,
+#   CLIENT Y µs); legs MEDIAN [MIN–MAX] (the ratio of each leg's two runs)
 
 parity_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -98,6 +99,13 @@ print("%.1f %.2f" % (c["throughput"]["median"], c["client_cpu_ns_per_op"] / 1000
 PY
 }
 
+# With PARITY_CLIENT_CPUS set (say 0), parity_pin is `taskset -c CPUS`, for a script to put
+# before both clients' commands; empty otherwise. Pin the server to the other cores yourself
+# (`taskset -a -p -c 1 PID` for each of its processes): client and server then stop sharing
+# cores, and where the kernel places the server's processes no longer moves the legs.
+parity_pin=()
+if [ -n "${PARITY_CLIENT_CPUS:-}" ]; then parity_pin=(taskset -c "$PARITY_CLIENT_CPUS"); fi
+
 # Runs a command, its output in FILE, and prints the user+system CPU seconds it took.
 parity_cpu() {
   local out=$1
@@ -131,8 +139,12 @@ import statistics as s, sys
 label, client = sys.argv[1:3]
 ours, theirs, ours_cpu, theirs_cpu = ([float(x) for x in a.split()] for a in sys.argv[3:7])
 ratio = s.median(ours) / s.median(theirs) if s.median(theirs) else float("nan")
+# Each leg's two runs are next to each other in time, so a change of the machine's state
+# between legs moves both: the ratios of the legs show the spread the medians hide.
+legs = [o / t for o, t in zip(ours, theirs) if t]
+spread = f"; legs {s.median(legs):.3f} [{min(legs):.3f}–{max(legs):.3f}]" if legs else ""
 print(f"{label}: fairbench median {s.median(ours):,.1f}/s, {client} median {s.median(theirs):,.1f}/s, "
-      f"ratio {ratio:.3f} (CPU per op: fairbench {s.median(ours_cpu):.1f} µs, {client} {s.median(theirs_cpu):.1f} µs)")
+      f"ratio {ratio:.3f} (CPU per op: fairbench {s.median(ours_cpu):.1f} µs, {client} {s.median(theirs_cpu):.1f} µs){spread}")
 PY
   )
   echo "$line"
