@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -22,20 +22,44 @@ pub struct Lanes {
     handles: Vec<Handle>,
     /// Each lane thread's scheduler clock, for how busy the client was during a window.
     clocks: Vec<Option<ThreadClock>>,
-    /// How long an idle lane waits before it sleeps, in nanoseconds (0: it sleeps at once).
-    park_delay_ns: Arc<AtomicU64>,
+    park_wait: Arc<ParkWait>,
 }
 
-/// While it lives, an idle lane waits [`Lanes::coalesce`]'s delay before it sleeps; dropped,
-/// lanes sleep at once again.
+/// How long an idle lane waits before it sleeps: the shortest wait of the [`Coalescing`]
+/// guards alive (windows of several workers in one process can overlap), 0 when none is.
+#[derive(Default)]
+struct ParkWait {
+    /// What the lanes read each time they go idle, in nanoseconds.
+    ns: AtomicU64,
+    /// The wait of every guard alive; changed only under this lock, with `ns` after it.
+    held: Mutex<Vec<u64>>,
+}
+
+impl ParkWait {
+    fn update(&self, change: impl FnOnce(&mut Vec<u64>)) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut held);
+        let shortest = held.iter().copied().min().unwrap_or(0);
+        self.ns.store(shortest, Ordering::Relaxed);
+    }
+}
+
+/// While it lives, an idle lane waits [`Lanes::coalesce`]'s delay before it sleeps (the
+/// shortest, when several guards live); once every guard is dropped, lanes sleep at once again.
 #[must_use = "lanes coalesce only while the guard lives"]
 pub struct Coalescing {
-    park_delay_ns: Arc<AtomicU64>,
+    park_wait: Arc<ParkWait>,
+    ns: u64,
 }
 
 impl Drop for Coalescing {
     fn drop(&mut self) {
-        self.park_delay_ns.store(0, Ordering::Relaxed);
+        let ns = self.ns;
+        self.park_wait.update(|held| {
+            if let Some(at) = held.iter().position(|&n| n == ns) {
+                held.swap_remove(at);
+            }
+        });
     }
 }
 
@@ -51,18 +75,18 @@ impl Lanes {
     }
 
     fn start(count: usize) -> Lanes {
-        let park_delay_ns = Arc::new(AtomicU64::new(0));
+        let park_wait = Arc::new(ParkWait::default());
         let (handles, clocks) = (0..count)
             .map(|index| {
                 let (tx, rx) = std::sync::mpsc::channel();
-                let delay = park_delay_ns.clone();
+                let wait = park_wait.clone();
                 std::thread::Builder::new()
                     .name(format!("lane-{index}"))
                     .spawn(move || {
                         let runtime = tokio::runtime::Builder::new_current_thread()
                             .enable_all()
                             .on_thread_park(move || {
-                                let ns = delay.load(Ordering::Relaxed);
+                                let ns = wait.ns.load(Ordering::Relaxed);
                                 if ns > 0 {
                                     std::thread::sleep(Duration::from_nanos(ns));
                                 }
@@ -81,7 +105,7 @@ impl Lanes {
         Lanes {
             handles,
             clocks,
-            park_delay_ns,
+            park_wait,
         }
     }
 
@@ -94,9 +118,10 @@ impl Lanes {
             return None;
         }
         let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        self.park_delay_ns.store(ns, Ordering::Relaxed);
+        self.park_wait.update(|held| held.push(ns));
         Some(Coalescing {
-            park_delay_ns: self.park_delay_ns.clone(),
+            park_wait: self.park_wait.clone(),
+            ns,
         })
     }
 
@@ -181,5 +206,21 @@ mod tests {
         let at_once = wake_delay(&lanes);
         assert!(at_once < Duration::from_millis(200), "{at_once:?}");
         assert!(lanes.coalesce(Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn overlapping_guards_keep_the_shortest_wait_until_the_last_is_dropped() {
+        let lanes = Lanes::start(1);
+        let wait = || lanes.park_wait.ns.load(Ordering::Relaxed);
+        let long = lanes.coalesce(Duration::from_millis(2));
+        let short = lanes.coalesce(Duration::from_micros(500));
+        assert_eq!(wait(), 500_000);
+        drop(short);
+        assert_eq!(wait(), 2_000_000);
+        let again = lanes.coalesce(Duration::from_millis(2));
+        drop(long);
+        assert_eq!(wait(), 2_000_000, "a guard still lives");
+        drop(again);
+        assert_eq!(wait(), 0);
     }
 }
