@@ -174,7 +174,8 @@ pub struct Opts {
     /// subscriber (0: read at once). Deliveries in those windows are stamped up to this late.
     /// At most 10ms.
     #[arg(long, default_value = "500us", value_parser = read_coalesce)]
-    #[serde(rename = "read_coalesce_s", with = "seconds")]
+    // Reports from before the option read at once: absent, it reads back as 0.
+    #[serde(rename = "read_coalesce_s", with = "seconds", default)]
     pub read_coalesce: Duration,
 
     /// Every topic starts with this; each window publishes on a topic of its own below it.
@@ -469,5 +470,11 @@ mod tests {
         assert_eq!(stored["keep_alive_s"], 60.0);
         assert_eq!(back.source_addrs.len(), 2);
         assert_eq!(back.common.duration, std::time::Duration::from_secs(2));
+        assert_eq!(stored["read_coalesce_s"], 0.0005);
+        // A report from before --read-coalesce read at once, and reads back so.
+        let mut older = stored.clone();
+        older.as_object_mut().unwrap().remove("read_coalesce_s");
+        let older: Opts = serde_json::from_value(older).unwrap();
+        assert_eq!(older.read_coalesce, std::time::Duration::ZERO);
     }
 }
