@@ -359,7 +359,8 @@ impl ToolReport for MqttReport {
     }
 }
 
-/// How closed-loop windows with several subscribers read, in words.
+/// How the windows read their sockets, in words: `--read-coalesce`, which
+/// [`crate::engine::WindowSpec::idle_wait`] applies where every message goes to several subscribers.
 fn coalesce_note(delay: Duration) -> String {
     if delay.is_zero() {
         return "Every window reads at once: a client lane sleeps on its sockets as soon as it has nothing to run (--read-coalesce 0).".to_owned();
