@@ -8,9 +8,12 @@ pub mod ycsb;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Drive, Held, Pool, Settle};
+use common::pool::{
+    AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened, Settle,
+};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 use rand::RngExt;
@@ -218,6 +221,33 @@ pub struct Routed<S> {
     pub reader: Option<S>,
 }
 
+impl<S: Send + 'static> Routed<S> {
+    /// Sessions that write on `primary` and read from `replicas` in turn (session i on replica
+    /// i mod n), each end opened by `open`; with no replica, a session reads from the primary.
+    pub fn connector<A: Clone + Send + Sync + 'static>(
+        primary: A,
+        replicas: Vec<A>,
+        open: impl Fn(A) -> BoxFuture<'static, Result<S, String>> + Send + Sync + 'static,
+    ) -> Connector<Routed<S>> {
+        let next_replica = AtomicUsize::new(0);
+        Arc::new(move || {
+            let replica = (!replicas.is_empty()).then(|| {
+                replicas[next_replica.fetch_add(1, Ordering::Relaxed) % replicas.len()].clone()
+            });
+            let writer = open(primary.clone());
+            let reader = replica.map(&open);
+            Box::pin(async move {
+                let writer = writer.await?;
+                let reader = match reader {
+                    Some(reader) => Some(reader.await?),
+                    None => None,
+                };
+                Ok(Routed { writer, reader })
+            })
+        })
+    }
+}
+
 impl<S: KvSession> KvSession for Routed<S> {
     async fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
         self.writer.insert(key, value).await
@@ -258,14 +288,17 @@ pub trait KvWorkers: Send {
     ) -> BoxFuture<'a, Result<KvWindow, String>>;
 }
 
-/// Workers for a client whose sessions are async (one task each).
-pub fn async_workers<S: KvSession>(pool: Pool<S>) -> Box<dyn KvWorkers> {
-    Box::new(Held::<S, AsyncSessions>::new(pool))
+/// Opens `size` workers for a client whose sessions are async (one task each).
+pub fn async_workers<S: KvSession>(size: usize, connect: Connector<S>) -> Opened<dyn KvWorkers> {
+    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
-/// Workers for a client whose sessions block (one thread each).
-pub fn blocking_workers<S: BlockingKvSession>(pool: Pool<S>) -> Box<dyn KvWorkers> {
-    Box::new(Held::<S, BlockingSessions>::new(pool))
+/// Opens `size` workers for a client whose sessions block (one thread each).
+pub fn blocking_workers<S: BlockingKvSession>(
+    size: usize,
+    connect: Connector<S>,
+) -> Opened<dyn KvWorkers> {
+    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
 }
 
 impl<S: Send + 'static, K: Drive<CrudOp<S>>> KvWorkers for Held<S, K> {
@@ -289,6 +322,46 @@ impl<S: Send + 'static, K: Drive<CrudOp<S>>> KvWorkers for Held<S, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Opens every end of `connect` `n` times, as the pool does, and names what each end reached.
+    fn ends(connect: Connector<Routed<String>>, n: usize) -> Vec<(String, Option<String>)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        (0..n)
+            .map(|_| {
+                let routed = runtime.block_on(connect()).unwrap();
+                (routed.writer, routed.reader)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn routed_sessions_write_on_the_primary_and_read_from_the_replicas_in_turn() {
+        let open = |address: &'static str| -> BoxFuture<'static, Result<String, String>> {
+            Box::pin(async move { Ok(address.to_owned()) })
+        };
+        let routed = Routed::connector("primary", vec!["r1", "r2"], open);
+        let reached: Vec<_> = ends(routed, 5)
+            .into_iter()
+            .map(|(writer, reader)| format!("{writer}/{}", reader.unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            reached,
+            [
+                "primary/r1",
+                "primary/r2",
+                "primary/r1",
+                "primary/r2",
+                "primary/r1"
+            ]
+        );
+        let alone = Routed::connector("primary", Vec::new(), open);
+        assert_eq!(
+            ends(alone, 2),
+            [("primary".to_owned(), None), ("primary".to_owned(), None)]
+        );
+    }
 
     #[test]
     fn write_keys_never_collide_across_windows_and_workers() {

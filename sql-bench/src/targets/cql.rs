@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::driver::{OpError, failed};
 use common::options::TargetSpec;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{BoxFuture, Connector};
 use common::tls::rustls::ClientConfig;
 use scylla::client::PoolSize;
 use scylla::client::execution_profile::ExecutionProfile;
@@ -29,11 +29,10 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
     location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::session::{KvSession, KvWorkers, async_workers};
 use durability::{check, requirement};
 
@@ -635,51 +634,15 @@ impl Target for CqlTarget {
                 })
             })
         });
-        Box::pin(async move {
-            let pool = Pool::open(size, connector)
-                .await
-                .map_err(TargetError::Other)?;
-            Ok(async_workers(pool))
-        })
+        async_workers(size, connector)
     }
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
     }
 
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::create(self, collection))
-    }
-
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
-        Box::pin(docs::inspect(self, collection))
-    }
-
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.drop_own(collection.name))
-    }
-
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        Box::pin(docs::open_session(self, *collection))
+    fn docs(&mut self) -> &mut dyn DocTarget {
+        self
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod couchdb;
 pub mod cql;
+pub mod docs;
 pub mod mongodb;
 pub mod mysql;
 pub mod postgres;
@@ -22,9 +23,9 @@ pub use common::target::{
 };
 
 use crate::durability::{Check, Durability};
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
 use crate::session::KvWorkers;
+pub use docs::DocTarget;
 pub use ycsb::YcsbTarget;
 
 /// What a system reported about itself, and how it compares with the durability asked for.
@@ -130,37 +131,8 @@ pub trait Target: Identified + Send {
         None
     }
 
-    /// Fails with [`TargetError::Foreign`] when the collection's table exists without
-    /// fairbench's marker.
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
-
-    /// (Re)creates the collection's table, marked as fairbench's, with its primary key and
-    /// exactly the declared secondary indexes, before any row is written.
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
-
-    /// The collection's exact row count and every index, read from the engine's own catalog.
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>>;
-
-    /// Drops fairbench's own collection table.
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
-
-    /// Opens a session for the collection's document requests (a connection of its own).
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>>;
+    /// The app suite's control path of this engine (every engine has one).
+    fn docs(&mut self) -> &mut dyn DocTarget;
 }
 
 /// Where a target lives when nothing else is said: the embedded SQLite database in the results folder.

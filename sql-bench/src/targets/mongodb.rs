@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{BoxFuture, Connector};
 use common::results::Location;
 use common::tls::{TlsSettings, Verify};
 use mongodb::bson::{Bson, Document, doc};
@@ -21,11 +21,10 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState, is_local_host,
-    op_error,
+    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    is_local_host, op_error,
 };
 use crate::durability::Durability;
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::session::{KvSession, KvWorkers, async_workers};
 
 /// fairbench's own database; nothing outside it is written.
@@ -529,55 +528,15 @@ impl Target for MongoTarget {
                 })
             })
         });
-        Box::pin(async move {
-            let pool = Pool::open(size, connector)
-                .await
-                .map_err(TargetError::Other)?;
-            Ok(async_workers(pool))
-        })
+        async_workers(size, connector)
     }
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
     }
 
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::create(self, collection))
-    }
-
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
-        Box::pin(docs::inspect(self, collection))
-    }
-
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.drop_own(collection.name))
-    }
-
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        Box::pin(docs::open_session(
-            self.session_options(),
-            &self.identity,
-            *collection,
-        ))
+    fn docs(&mut self) -> &mut dyn DocTarget {
+        self
     }
 }
 

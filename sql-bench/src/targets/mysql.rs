@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::driver::OpError;
 use common::options::TargetSpec;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::BoxFuture;
 use common::results::Location;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
@@ -22,11 +21,10 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
     location_of_host, op_error,
 };
 use crate::durability::Durability;
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
 use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
@@ -410,80 +408,29 @@ impl Target for MysqlTarget {
         read: KvTable,
         write: KvTable,
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
-        let opts = self.opts.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> =
             format!("SELECT v FROM {} WHERE k = ?", physical(read.name)).into();
         let write_sql: Arc<str> =
             format!("INSERT INTO {} (k, v) VALUES (?, ?)", physical(write.name)).into();
-        let readers = self.read_replicas.clone();
-        let next_reader = Arc::new(AtomicUsize::new(0));
-        let connector: Connector<Routed<MysqlSession>> = Arc::new(move || {
-            let (opts, identity) = (opts.clone(), identity.clone());
-            let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
-            let reader = (!readers.is_empty()).then(|| {
-                readers[next_reader.fetch_add(1, Ordering::Relaxed) % readers.len()].clone()
-            });
-            Box::pin(async move {
-                let writer = open_session(&opts, &identity, &read_sql, &write_sql).await?;
-                let reader = match reader {
-                    Some(replica) => {
-                        Some(open_session(&replica, &identity, &read_sql, &write_sql).await?)
-                    }
-                    None => None,
-                };
-                Ok(Routed { writer, reader })
-            })
-        });
-        Box::pin(async move {
-            let pool = Pool::open(size, connector)
-                .await
-                .map_err(TargetError::Other)?;
-            Ok(async_workers(pool))
-        })
+        let connector = Routed::connector(
+            self.opts.clone(),
+            self.read_replicas.clone(),
+            move |opts: Opts| {
+                let (identity, read_sql, write_sql) =
+                    (identity.clone(), read_sql.clone(), write_sql.clone());
+                Box::pin(async move { open_session(&opts, &identity, &read_sql, &write_sql).await })
+            },
+        );
+        async_workers(size, connector)
     }
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
     }
 
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::create(self, collection))
-    }
-
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
-        Box::pin(docs::inspect(self, collection))
-    }
-
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::remove(self, collection))
-    }
-
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        Box::pin(docs::open_session(
-            self.opts.clone(),
-            self.identity.clone(),
-            *collection,
-        ))
+    fn docs(&mut self) -> &mut dyn DocTarget {
+        self
     }
 }
 

@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::driver::OpError;
 use common::options::TargetSpec;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::BoxFuture;
 pub(crate) use common::postgres::{Canceller, Link, connect, message};
 use common::results::Location;
 use tokio_postgres::{Client, Statement};
@@ -20,10 +19,10 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, Identity, KvTable, Reach, Target, TargetError, TlsState, op_error,
+    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
+    op_error,
 };
 use crate::durability::Durability;
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::replication::ClusterEvidence;
 use crate::session::{KvSession, KvWorkers, Routed, async_workers};
 
@@ -329,7 +328,6 @@ impl Target for PostgresTarget {
         read: KvTable,
         write: KvTable,
     ) -> BoxFuture<'_, Result<Box<dyn KvWorkers>, TargetError>> {
-        let config = self.link.clone();
         let identity = self.identity.clone();
         let read_sql: Arc<str> =
             format!("SELECT v FROM {} WHERE k = $1", physical(read.name)).into();
@@ -338,70 +336,24 @@ impl Target for PostgresTarget {
             physical(write.name)
         )
         .into();
-        let readers = self.read_replicas.clone();
-        let next_reader = Arc::new(AtomicUsize::new(0));
-        let connector: Connector<Routed<PgSession>> = Arc::new(move || {
-            let (config, identity) = (config.clone(), identity.clone());
-            let (read_sql, write_sql) = (read_sql.clone(), write_sql.clone());
-            let reader = (!readers.is_empty()).then(|| {
-                readers[next_reader.fetch_add(1, Ordering::Relaxed) % readers.len()].clone()
-            });
-            Box::pin(async move {
-                let writer = open_session(&config, &identity, &read_sql, &write_sql).await?;
-                let reader = match reader {
-                    Some(replica) => {
-                        Some(open_session(&replica, &identity, &read_sql, &write_sql).await?)
-                    }
-                    None => None,
-                };
-                Ok(Routed { writer, reader })
-            })
-        });
-        Box::pin(async move {
-            let pool = Pool::open(size, connector)
-                .await
-                .map_err(TargetError::Other)?;
-            Ok(async_workers(pool))
-        })
+        let connector = Routed::connector(
+            self.link.clone(),
+            self.read_replicas.clone(),
+            move |link: Link| {
+                let (identity, read_sql, write_sql) =
+                    (identity.clone(), read_sql.clone(), write_sql.clone());
+                Box::pin(async move { open_session(&link, &identity, &read_sql, &write_sql).await })
+            },
+        );
+        async_workers(size, connector)
     }
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
     }
 
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::create(self, collection))
-    }
-
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
-        Box::pin(docs::inspect(self, collection))
-    }
-
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(docs::remove(self, collection))
-    }
-
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        Box::pin(docs::open_session(&self.link, &self.identity, *collection))
+    fn docs(&mut self) -> &mut dyn DocTarget {
+        self
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use common::driver::{OpError, failed};
 use common::options::TargetSpec;
-use common::pool::{BoxFuture, Connector, Pool};
+use common::pool::{BoxFuture, Connector};
 use common::results::Location;
 use common::sqlite::connect_durable as connect;
 use common::watchdog::Interrupt;
@@ -18,9 +18,8 @@ use rusqlite::{Connection, params};
 mod docs;
 mod ycsb;
 
-use super::{Described, Description, Identity, KvTable, Target, TargetError};
+use super::{Described, Description, DocTarget, Identity, KvTable, Target, TargetError};
 use crate::durability::Durability;
-use crate::query::{Collection, CollectionState, DocSession};
 use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
 
 /// Every fairbench table carries this prefix (SQLite has no schemas).
@@ -306,52 +305,15 @@ impl Target for SqliteTarget {
                 })
             })
         });
-        Box::pin(async move {
-            let pool = Pool::open(size, connector)
-                .await
-                .map_err(TargetError::Other)?;
-            Ok(blocking_workers(pool))
-        })
+        blocking_workers(size, connector)
     }
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
     }
 
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { docs::check(self, collection) })
-    }
-
-    fn create_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { tokio::task::block_in_place(|| docs::create(self, collection)) })
-    }
-
-    fn inspect_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
-        Box::pin(async move { tokio::task::block_in_place(|| docs::inspect(self, collection)) })
-    }
-
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { docs::remove(self, collection) })
-    }
-
-    fn open_doc_session<'a>(
-        &'a self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
-        let (path, identity, collection) = (self.path.clone(), self.identity.clone(), *collection);
-        Box::pin(async move { docs::open_session(&path, &identity, collection) })
+    fn docs(&mut self) -> &mut dyn DocTarget {
+        self
     }
 }
 

@@ -14,7 +14,7 @@ use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     Value, time_left,
 };
-use crate::targets::TargetError;
+use crate::targets::{DocTarget, TargetError};
 
 /// What a stored field name is prefixed with when it would be reserved (or ambiguous).
 const ESCAPE: &str = "fb";
@@ -43,100 +43,123 @@ fn index_name(collection: &Collection, field: &str) -> String {
     format!("{}_{}", collection.name, field.trim_start_matches('_'))
 }
 
-pub(super) async fn create(
-    target: &CouchTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    target.recreate(collection.name).await?;
-    let db = database(collection.name);
-    for field in collection.indexed {
-        let name = index_name(collection, field);
-        let body = json!({
-            "index": {"fields": [stored_name(field)]},
-            "name": name,
-            "ddoc": format!("fairbench_{name}"),
-            "type": "json",
-        });
-        target
-            .expect(Method::POST, &format!("{db}/_index"), Some(&body))
-            .await?;
+impl DocTarget for CouchTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
     }
-    Ok(())
-}
 
-pub(super) async fn inspect(
-    target: &CouchTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let db = database(collection.name);
-    let info = target.expect(Method::GET, &db, None).await?;
-    let doc_count = info.get("doc_count").and_then(Json::as_u64).unwrap_or(0);
-    // Mango indexes live in design documents, which doc_count includes.
-    let design = target
-        .all_docs(&db, Some(("_design/".into(), "_design0".into())), false)
-        .await?
-        .len() as u64;
-    let listed = target
-        .expect(Method::GET, &format!("{db}/_index"), None)
-        .await?;
-    let mut indexes = Vec::new();
-    for index in listed
-        .get("indexes")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let fields: Vec<String> = index
-            .pointer("/def/fields")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_object().and_then(|o| o.keys().next().cloned()))
-            .collect();
-        let kind = index.get("type").and_then(Json::as_str).unwrap_or_default();
-        let covers = match fields.as_slice() {
-            [only] => collection
-                .indexed
-                .iter()
-                .copied()
-                .find(|f| stored_name(f) == *only),
-            _ => None,
-        };
-        indexes.push(IndexEntry {
-            name: index
-                .get("name")
-                .and_then(Json::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            definition: format!("{kind} index on {}", fields.join(", ")),
-            primary: kind == "special" && fields == ["_id"],
-            covers,
-        });
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.recreate(collection.name).await?;
+            let db = database(collection.name);
+            for field in collection.indexed {
+                let name = index_name(collection, field);
+                let body = json!({
+                    "index": {"fields": [stored_name(field)]},
+                    "name": name,
+                    "ddoc": format!("fairbench_{name}"),
+                    "type": "json",
+                });
+                self.expect(Method::POST, &format!("{db}/_index"), Some(&body))
+                    .await?;
+            }
+            Ok(())
+        })
     }
-    Ok(CollectionState {
-        rows: doc_count.saturating_sub(design),
-        indexes,
-    })
-}
 
-pub(super) async fn open_session(
-    target: &CouchTarget,
-    collection: Collection,
-) -> Result<Box<dyn DocSession>, TargetError> {
-    let mut http = Http::new(
-        target.http.base.clone(),
-        target.http.auth.clone(),
-        1,
-        target.http.tls.clone(),
-    )
-    .map_err(|e| target.error(e))?;
-    http.flavor = target.http.flavor;
-    Ok(Box::new(CouchDocs {
-        http,
-        find_path: format!("{}/_find", database(collection.name)),
-        bulk_path: format!("{}/_bulk_docs", database(collection.name)),
-        method: None,
-    }))
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            let db = database(collection.name);
+            let info = self.expect(Method::GET, &db, None).await?;
+            let doc_count = info.get("doc_count").and_then(Json::as_u64).unwrap_or(0);
+            // Mango indexes live in design documents, which doc_count includes.
+            let design = self
+                .all_docs(&db, Some(("_design/".into(), "_design0".into())), false)
+                .await?
+                .len() as u64;
+            let listed = self
+                .expect(Method::GET, &format!("{db}/_index"), None)
+                .await?;
+            let mut indexes = Vec::new();
+            for index in listed
+                .get("indexes")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let fields: Vec<String> = index
+                    .pointer("/def/fields")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.as_object().and_then(|o| o.keys().next().cloned()))
+                    .collect();
+                let kind = index.get("type").and_then(Json::as_str).unwrap_or_default();
+                let covers = match fields.as_slice() {
+                    [only] => collection
+                        .indexed
+                        .iter()
+                        .copied()
+                        .find(|f| stored_name(f) == *only),
+                    _ => None,
+                };
+                indexes.push(IndexEntry {
+                    name: index
+                        .get("name")
+                        .and_then(Json::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    definition: format!("{kind} index on {}", fields.join(", ")),
+                    primary: kind == "special" && fields == ["_id"],
+                    covers,
+                });
+            }
+            Ok(CollectionState {
+                rows: doc_count.saturating_sub(design),
+                indexes,
+            })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.drop_own(collection.name))
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        let collection = *collection;
+        Box::pin(async move {
+            let mut http = Http::new(
+                self.http.base.clone(),
+                self.http.auth.clone(),
+                1,
+                self.http.tls.clone(),
+            )
+            .map_err(|e| self.error(e))?;
+            http.flavor = self.http.flavor;
+            let docs: Box<dyn DocSession> = Box::new(CouchDocs {
+                http,
+                find_path: format!("{}/_find", database(collection.name)),
+                bulk_path: format!("{}/_bulk_docs", database(collection.name)),
+                method: None,
+            });
+            Ok(docs)
+        })
+    }
 }
 
 struct CouchDocs {

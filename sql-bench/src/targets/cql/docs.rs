@@ -25,7 +25,7 @@ use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     Value, within,
 };
-use crate::targets::TargetError;
+use crate::targets::{DocTarget, TargetError};
 
 /// Inserts of one batch in flight at once (CQL has no multi-row transaction; an application
 /// writes a batch as concurrent single-row inserts).
@@ -59,99 +59,126 @@ fn cql_value(value: &Json, kind: &str) -> Option<CqlValue> {
     }
 }
 
-pub(super) async fn create(target: &CqlTarget, collection: &Collection) -> Result<(), TargetError> {
-    let mut columns = "id text PRIMARY KEY, doc text".to_owned();
-    for field in collection.indexed {
-        columns.push_str(&format!(", {} text", column(field)));
-    }
-    target.recreate(collection.name, &columns).await?;
-    let table = target.physical(collection.name);
-    for field in collection.indexed {
-        target
-            .execute(&format!(
-                "CREATE INDEX {} ON {table} ({})",
-                index_name(collection, field),
-                column(field)
-            ))
-            .await?;
-    }
-    Ok(())
-}
-
 /// A row of `system_schema.indexes`: name, kind and options.
 type IndexRow = (String, Option<String>, Option<BTreeMap<String, String>>);
 
-pub(super) async fn inspect(
-    target: &CqlTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let table = target.physical(collection.name);
-    let (count, _) = exact_count(&target.control, &table, &Query::default(), false)
-        .await
-        .map_err(|e| target.error(e))?;
-    let catalog: Vec<IndexRow> = target
-        .rows(
-            "SELECT index_name, kind, options FROM system_schema.indexes \
-             WHERE keyspace_name = ? AND table_name = ?",
-            (target.keyspace(), collection.name),
-        )
-        .await?;
-    let mut indexes = vec![IndexEntry {
-        name: "id".into(),
-        definition: "partition key (system_schema.columns)".into(),
-        primary: true,
-        covers: None,
-    }];
-    for (name, kind, options) in catalog {
-        let target_column = options
-            .as_ref()
-            .and_then(|o| o.get("target"))
-            .map(|t| t.trim_matches('"').to_owned())
-            .unwrap_or_default();
-        indexes.push(IndexEntry {
-            name,
-            definition: format!(
-                "{} index on {target_column} ({options:?})",
-                kind.unwrap_or_default()
-            ),
-            primary: false,
-            covers: collection
-                .indexed
-                .iter()
-                .copied()
-                .find(|f| *f == target_column),
-        });
+impl DocTarget for CqlTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
     }
-    Ok(CollectionState {
-        rows: count,
-        indexes,
-    })
-}
 
-pub(super) async fn open_session(
-    target: &CqlTarget,
-    collection: Collection,
-) -> Result<Box<dyn DocSession>, TargetError> {
-    let session = connect(&target.address, &target.identity, target.consistency).await?;
-    let known: Vec<(String, String)> = rows(
-        &session,
-        "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
-        (target.keyspace(), collection.name),
-    )
-    .await
-    .map_err(|e| target.error(e))?;
-    Ok(Box::new(CqlDocs {
-        session: Arc::new(session),
-        table: target.physical(collection.name),
-        columns: known
-            .into_iter()
-            .filter(|(name, _)| name != "id" && name != "doc")
-            .collect(),
-        insert: None,
-        statements: HashMap::new(),
-        count_paged: target.address.count_paged,
-        method: None,
-    }))
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let mut columns = "id text PRIMARY KEY, doc text".to_owned();
+            for field in collection.indexed {
+                columns.push_str(&format!(", {} text", column(field)));
+            }
+            self.recreate(collection.name, &columns).await?;
+            let table = self.physical(collection.name);
+            for field in collection.indexed {
+                self.execute(&format!(
+                    "CREATE INDEX {} ON {table} ({})",
+                    index_name(collection, field),
+                    column(field)
+                ))
+                .await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            let table = self.physical(collection.name);
+            let (count, _) = exact_count(&self.control, &table, &Query::default(), false)
+                .await
+                .map_err(|e| self.error(e))?;
+            let catalog: Vec<IndexRow> = self
+                .rows(
+                    "SELECT index_name, kind, options FROM system_schema.indexes \
+                 WHERE keyspace_name = ? AND table_name = ?",
+                    (self.keyspace(), collection.name),
+                )
+                .await?;
+            let mut indexes = vec![IndexEntry {
+                name: "id".into(),
+                definition: "partition key (system_schema.columns)".into(),
+                primary: true,
+                covers: None,
+            }];
+            for (name, kind, options) in catalog {
+                let target_column = options
+                    .as_ref()
+                    .and_then(|o| o.get("target"))
+                    .map(|t| t.trim_matches('"').to_owned())
+                    .unwrap_or_default();
+                indexes.push(IndexEntry {
+                    name,
+                    definition: format!(
+                        "{} index on {target_column} ({options:?})",
+                        kind.unwrap_or_default()
+                    ),
+                    primary: false,
+                    covers: collection
+                        .indexed
+                        .iter()
+                        .copied()
+                        .find(|f| *f == target_column),
+                });
+            }
+            Ok(CollectionState {
+                rows: count,
+                indexes,
+            })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.drop_own(collection.name))
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        let collection = *collection;
+        Box::pin(async move {
+            let session = connect(&self.address, &self.identity, self.consistency).await?;
+            let known: Vec<(String, String)> = rows(
+                &session,
+                "SELECT column_name, type FROM system_schema.columns \
+                 WHERE keyspace_name = ? AND table_name = ?",
+                (self.keyspace(), collection.name),
+            )
+            .await
+            .map_err(|e| self.error(e))?;
+            let docs: Box<dyn DocSession> = Box::new(CqlDocs {
+                session: Arc::new(session),
+                table: self.physical(collection.name),
+                columns: known
+                    .into_iter()
+                    .filter(|(name, _)| name != "id" && name != "doc")
+                    .collect(),
+                insert: None,
+                statements: HashMap::new(),
+                count_paged: self.address.count_paged,
+                method: None,
+            });
+            Ok(docs)
+        })
+    }
 }
 
 struct CqlDocs {

@@ -16,72 +16,103 @@ use crate::query::{
     Collection, CollectionState, Condition, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     Value, time_left, within,
 };
-use crate::targets::{Identity, TargetError};
+use crate::targets::{DocTarget, Identity, TargetError};
 
 fn index_name(collection: &Collection, field: &str) -> String {
     format!("{}_{field}", collection.name)
 }
 
-pub(super) async fn create(
-    target: &MongoTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    let handle = target.recreate(collection.name).await?;
-    let models: Vec<IndexModel> = collection
-        .indexed
-        .iter()
-        .map(|field| {
-            IndexModel::builder()
-                .keys(doc! {*field: 1})
-                .options(
-                    IndexOptions::builder()
-                        .name(index_name(collection, field))
-                        .build(),
-                )
-                .build()
-        })
-        .collect();
-    handle
-        .create_indexes(models)
-        .await
-        .map_err(|e| target.error(e))?;
-    Ok(())
-}
-
-pub(super) async fn inspect(
-    target: &MongoTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let handle = target.database().collection::<Document>(collection.name);
-    let rows = handle
-        .count_documents(doc! {})
-        .await
-        .map_err(|e| target.error(e))?;
-    let mut cursor = handle.list_indexes().await.map_err(|e| target.error(e))?;
-    let mut indexes = Vec::new();
-    while cursor.advance().await.map_err(|e| target.error(e))? {
-        let model = cursor.deserialize_current().map_err(|e| target.error(e))?;
-        let name = model
-            .options
-            .as_ref()
-            .and_then(|o| o.name.clone())
-            .unwrap_or_default();
-        let fields: Vec<&str> = model.keys.keys().map(String::as_str).collect();
-        let covers = match fields.as_slice() {
-            [only] => collection.indexed.iter().copied().find(|f| f == only),
-            _ => None,
-        };
-        indexes.push(IndexEntry {
-            primary: fields == ["_id"],
-            definition: model.keys.to_string(),
-            covers,
-            name,
-        });
+impl DocTarget for MongoTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
     }
-    Ok(CollectionState { rows, indexes })
+
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let handle = self.recreate(collection.name).await?;
+            let models: Vec<IndexModel> = collection
+                .indexed
+                .iter()
+                .map(|field| {
+                    IndexModel::builder()
+                        .keys(doc! {*field: 1})
+                        .options(
+                            IndexOptions::builder()
+                                .name(index_name(collection, field))
+                                .build(),
+                        )
+                        .build()
+                })
+                .collect();
+            handle
+                .create_indexes(models)
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(())
+        })
+    }
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            let handle = self.database().collection::<Document>(collection.name);
+            let rows = handle
+                .count_documents(doc! {})
+                .await
+                .map_err(|e| self.error(e))?;
+            let mut cursor = handle.list_indexes().await.map_err(|e| self.error(e))?;
+            let mut indexes = Vec::new();
+            while cursor.advance().await.map_err(|e| self.error(e))? {
+                let model = cursor.deserialize_current().map_err(|e| self.error(e))?;
+                let name = model
+                    .options
+                    .as_ref()
+                    .and_then(|o| o.name.clone())
+                    .unwrap_or_default();
+                let fields: Vec<&str> = model.keys.keys().map(String::as_str).collect();
+                let covers = match fields.as_slice() {
+                    [only] => collection.indexed.iter().copied().find(|f| f == only),
+                    _ => None,
+                };
+                indexes.push(IndexEntry {
+                    primary: fields == ["_id"],
+                    definition: model.keys.to_string(),
+                    covers,
+                    name,
+                });
+            }
+            Ok(CollectionState { rows, indexes })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.drop_own(collection.name))
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        Box::pin(open_session(
+            self.session_options(),
+            &self.identity,
+            *collection,
+        ))
+    }
 }
 
-pub(super) async fn open_session(
+async fn open_session(
     options: ClientOptions,
     identity: &Identity,
     collection: Collection,

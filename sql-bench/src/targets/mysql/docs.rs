@@ -14,7 +14,7 @@ use crate::query::{
     covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
-use crate::targets::{Identity, TargetError};
+use crate::targets::{DocTarget, Identity, TargetError};
 
 /// The generated column that exposes declared field `field`.
 fn generated(field: &str) -> String {
@@ -65,108 +65,133 @@ fn bind(params: Vec<Param>) -> Vec<mysql_async::Value> {
         .collect()
 }
 
-pub(super) async fn create(
-    target: &mut MysqlTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    target.ensure_ours_or_absent(collection.name).await?;
-    let table = physical(collection.name);
-    let mut columns = vec![
-        "id VARCHAR(64) NOT NULL PRIMARY KEY".to_owned(),
-        "doc JSON NOT NULL".to_owned(),
-    ];
-    for field in collection.indexed {
-        columns.push(format!(
-            "{} VARCHAR(64) AS (JSON_VALUE(doc, '$.{field}')) VIRTUAL",
-            generated(field)
-        ));
+impl DocTarget for MysqlTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
     }
-    for field in collection.indexed {
-        columns.push(format!(
-            "INDEX {}_{field} ({})",
-            collection.name,
-            generated(field)
-        ));
-    }
-    for ddl in [
-        format!("CREATE DATABASE IF NOT EXISTS {DATABASE}"),
-        format!("DROP TABLE IF EXISTS {table}"),
-        format!(
-            "CREATE TABLE {table} ({}) ENGINE=InnoDB COMMENT='{MARKER}'",
-            columns.join(", ")
-        ),
-    ] {
-        target
-            .control
-            .query_drop(ddl)
-            .await
-            .map_err(|e| target.error(e))?;
-    }
-    Ok(())
-}
 
-pub(super) async fn inspect(
-    target: &mut MysqlTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let rows: Option<u64> = target
-        .control
-        .query_first(format!(
-            "SELECT COUNT(*) FROM {}",
-            physical(collection.name)
-        ))
-        .await
-        .map_err(|e| target.error(e))?;
-    let catalog: Vec<(String, String, Option<String>)> = target
-        .control
-        .exec(
-            "SELECT s.INDEX_NAME, GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX),
-                    MAX(c.GENERATION_EXPRESSION)
-               FROM information_schema.STATISTICS s
-               LEFT JOIN information_schema.COLUMNS c
-                 ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
-              WHERE s.TABLE_SCHEMA = ? AND s.TABLE_NAME = ?
-              GROUP BY s.INDEX_NAME ORDER BY s.INDEX_NAME",
-            (DATABASE, collection.name),
-        )
-        .await
-        .map_err(|e| target.error(e))?;
-    let indexes = catalog
-        .into_iter()
-        .map(|(name, columns, expression)| {
-            let definition = match expression {
-                Some(expression) => format!("({columns}) generated as {expression}"),
-                None => format!("({columns})"),
-            };
-            IndexEntry {
-                primary: name == "PRIMARY",
-                covers: covered_field(collection, &definition),
-                name,
-                definition,
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.ensure_ours_or_absent(collection.name).await?;
+            let table = physical(collection.name);
+            let mut columns = vec![
+                "id VARCHAR(64) NOT NULL PRIMARY KEY".to_owned(),
+                "doc JSON NOT NULL".to_owned(),
+            ];
+            for field in collection.indexed {
+                columns.push(format!(
+                    "{} VARCHAR(64) AS (JSON_VALUE(doc, '$.{field}')) VIRTUAL",
+                    generated(field)
+                ));
             }
+            for field in collection.indexed {
+                columns.push(format!(
+                    "INDEX {}_{field} ({})",
+                    collection.name,
+                    generated(field)
+                ));
+            }
+            for ddl in [
+                format!("CREATE DATABASE IF NOT EXISTS {DATABASE}"),
+                format!("DROP TABLE IF EXISTS {table}"),
+                format!(
+                    "CREATE TABLE {table} ({}) ENGINE=InnoDB COMMENT='{MARKER}'",
+                    columns.join(", ")
+                ),
+            ] {
+                self.control
+                    .query_drop(ddl)
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+            Ok(())
         })
-        .collect();
-    Ok(CollectionState {
-        rows: rows.unwrap_or(0),
-        indexes,
-    })
-}
-
-pub(super) async fn remove(
-    target: &mut MysqlTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    if target.ownership(collection.name).await? == Some(true) {
-        target
-            .control
-            .query_drop(format!("DROP TABLE {}", physical(collection.name)))
-            .await
-            .map_err(|e| target.error(e))?;
     }
-    Ok(())
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            let rows: Option<u64> = self
+                .control
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM {}",
+                    physical(collection.name)
+                ))
+                .await
+                .map_err(|e| self.error(e))?;
+            let catalog: Vec<(String, String, Option<String>)> = self
+                .control
+                .exec(
+                    "SELECT s.INDEX_NAME, GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX),
+                            MAX(c.GENERATION_EXPRESSION)
+                       FROM information_schema.STATISTICS s
+                       LEFT JOIN information_schema.COLUMNS c
+                         ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME
+                        AND c.COLUMN_NAME = s.COLUMN_NAME
+                      WHERE s.TABLE_SCHEMA = ? AND s.TABLE_NAME = ?
+                      GROUP BY s.INDEX_NAME ORDER BY s.INDEX_NAME",
+                    (DATABASE, collection.name),
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            let indexes = catalog
+                .into_iter()
+                .map(|(name, columns, expression)| {
+                    let definition = match expression {
+                        Some(expression) => format!("({columns}) generated as {expression}"),
+                        None => format!("({columns})"),
+                    };
+                    IndexEntry {
+                        primary: name == "PRIMARY",
+                        covers: covered_field(collection, &definition),
+                        name,
+                        definition,
+                    }
+                })
+                .collect();
+            Ok(CollectionState {
+                rows: rows.unwrap_or(0),
+                indexes,
+            })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            if self.ownership(collection.name).await? == Some(true) {
+                self.control
+                    .query_drop(format!("DROP TABLE {}", physical(collection.name)))
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        Box::pin(open_session(
+            self.opts.clone(),
+            self.identity.clone(),
+            *collection,
+        ))
+    }
 }
 
-pub(super) async fn open_session(
+async fn open_session(
     opts: Opts,
     identity: Identity,
     collection: Collection,

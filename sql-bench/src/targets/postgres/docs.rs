@@ -18,7 +18,7 @@ use crate::query::{
     covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
-use crate::targets::{Identity, TargetError};
+use crate::targets::{DocTarget, Identity, TargetError};
 
 struct PostgresDialect;
 
@@ -69,92 +69,112 @@ fn index_name(collection: &Collection, field: &str) -> String {
     format!("{}_{field}", collection.name)
 }
 
-pub(super) async fn create(
-    target: &PostgresTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    target.ensure_ours_or_absent(collection.name).await?;
-    let table = physical(collection.name);
-    let mut ddl = format!(
-        "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
-         DROP TABLE IF EXISTS {table};
-         CREATE TABLE {table} (id TEXT PRIMARY KEY, doc JSONB NOT NULL);
-         COMMENT ON TABLE {table} IS '{MARKER}';"
-    );
-    for field in collection.indexed {
-        ddl.push_str(&format!(
-            "CREATE INDEX {} ON {table} ((doc ->> '{field}'));",
-            index_name(collection, field)
-        ));
+impl DocTarget for PostgresTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(self.ensure_ours_or_absent(collection.name))
     }
-    target
-        .control
-        .batch_execute(&format!("BEGIN; {ddl} COMMIT;"))
-        .await
-        .map_err(|e| target.error(message(&e)))
-}
 
-pub(super) async fn inspect(
-    target: &PostgresTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let error = |e: tokio_postgres::Error| target.error(message(&e));
-    let rows: i64 = target
-        .control
-        .query_one(
-            &format!("SELECT count(*) FROM {}", physical(collection.name)),
-            &[],
-        )
-        .await
-        .map_err(error)?
-        .get(0);
-    let catalog = target
-        .control
-        .query(
-            "SELECT i.relname::text, pg_get_indexdef(i.oid), x.indisprimary
-               FROM pg_index x
-               JOIN pg_class i ON i.oid = x.indexrelid
-               JOIN pg_class t ON t.oid = x.indrelid
-               JOIN pg_namespace n ON n.oid = t.relnamespace
-              WHERE n.nspname = $1 AND t.relname = $2
-              ORDER BY 1",
-            &[&SCHEMA, &collection.name],
-        )
-        .await
-        .map_err(error)?;
-    let indexes = catalog
-        .iter()
-        .map(|row| {
-            let definition: String = row.get(1);
-            IndexEntry {
-                name: row.get(0),
-                covers: covered_field(collection, &definition),
-                primary: row.get(2),
-                definition,
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.ensure_ours_or_absent(collection.name).await?;
+            let table = physical(collection.name);
+            let mut ddl = format!(
+                "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+                 DROP TABLE IF EXISTS {table};
+                 CREATE TABLE {table} (id TEXT PRIMARY KEY, doc JSONB NOT NULL);
+                 COMMENT ON TABLE {table} IS '{MARKER}';"
+            );
+            for field in collection.indexed {
+                ddl.push_str(&format!(
+                    "CREATE INDEX {} ON {table} ((doc ->> '{field}'));",
+                    index_name(collection, field)
+                ));
             }
+            self.control
+                .batch_execute(&format!("BEGIN; {ddl} COMMIT;"))
+                .await
+                .map_err(|e| self.error(message(&e)))
         })
-        .collect();
-    Ok(CollectionState {
-        rows: rows as u64,
-        indexes,
-    })
-}
-
-pub(super) async fn remove(
-    target: &PostgresTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    if target.ownership(collection.name).await? == Some(true) {
-        target
-            .control
-            .batch_execute(&format!("DROP TABLE {}", physical(collection.name)))
-            .await
-            .map_err(|e| target.error(message(&e)))?;
     }
-    Ok(())
+
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            let error = |e: tokio_postgres::Error| self.error(message(&e));
+            let rows: i64 = self
+                .control
+                .query_one(
+                    &format!("SELECT count(*) FROM {}", physical(collection.name)),
+                    &[],
+                )
+                .await
+                .map_err(error)?
+                .get(0);
+            let catalog = self
+                .control
+                .query(
+                    "SELECT i.relname::text, pg_get_indexdef(i.oid), x.indisprimary
+                      FROM pg_index x
+                      JOIN pg_class i ON i.oid = x.indexrelid
+                      JOIN pg_class t ON t.oid = x.indrelid
+                      JOIN pg_namespace n ON n.oid = t.relnamespace
+                     WHERE n.nspname = $1 AND t.relname = $2
+                     ORDER BY 1",
+                    &[&SCHEMA, &collection.name],
+                )
+                .await
+                .map_err(error)?;
+            let indexes = catalog
+                .iter()
+                .map(|row| {
+                    let definition: String = row.get(1);
+                    IndexEntry {
+                        name: row.get(0),
+                        covers: covered_field(collection, &definition),
+                        primary: row.get(2),
+                        definition,
+                    }
+                })
+                .collect();
+            Ok(CollectionState {
+                rows: rows as u64,
+                indexes,
+            })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            if self.ownership(collection.name).await? == Some(true) {
+                self.control
+                    .batch_execute(&format!("DROP TABLE {}", physical(collection.name)))
+                    .await
+                    .map_err(|e| self.error(message(&e)))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        Box::pin(open_session(&self.link, &self.identity, *collection))
+    }
 }
 
-pub(super) async fn open_session(
+async fn open_session(
     link: &Link,
     identity: &Identity,
     collection: Collection,

@@ -15,7 +15,7 @@ use crate::query::{
     covered_field,
 };
 use crate::targets::sql::{Dialect, Output, Param, select};
-use crate::targets::{Identity, TargetError};
+use crate::targets::{DocTarget, Identity, TargetError};
 
 struct SqliteDialect;
 
@@ -48,83 +48,106 @@ fn index_name(collection: &Collection, field: &str) -> String {
     format!("{}_{field}", physical(collection.name))
 }
 
-pub(super) fn check(target: &SqliteTarget, collection: &Collection) -> Result<(), TargetError> {
-    target.ensure_ours_or_absent(&physical(collection.name))
-}
-
-pub(super) fn create(
-    target: &mut SqliteTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    let table = physical(collection.name);
-    target.ensure_ours_or_absent(&table)?;
-    let mut ddl = format!(
-        "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
-         DROP TABLE IF EXISTS {table};
-         CREATE TABLE {table} (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
-         INSERT OR IGNORE INTO {MARKER_TABLE} (name) VALUES ('{table}');"
-    );
-    for field in collection.indexed {
-        ddl.push_str(&format!(
-            "CREATE INDEX {} ON {table} (json_extract(doc, '$.{field}'));",
-            index_name(collection, field)
-        ));
+impl DocTarget for SqliteTarget {
+    fn check_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { self.ensure_ours_or_absent(&physical(collection.name)) })
     }
-    target
-        .control
-        .execute_batch(&format!("BEGIN; {ddl} COMMIT;"))
-        .map_err(|e| target.identity.query_error(e))
-}
 
-pub(super) fn inspect(
-    target: &SqliteTarget,
-    collection: &Collection,
-) -> Result<CollectionState, TargetError> {
-    let table = physical(collection.name);
-    let error = |e: rusqlite::Error| target.identity.query_error(e);
-    let rows: i64 = target
-        .control
-        .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-        .map_err(error)?;
-    let mut stmt = target
-        .control
-        .prepare("SELECT name, coalesce(sql, '') FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1")
-        .map_err(error)?;
-    let indexes = stmt
-        .query_map([&table], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    fn create_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            tokio::task::block_in_place(|| {
+                let table = physical(collection.name);
+                self.ensure_ours_or_absent(&table)?;
+                let mut ddl = format!(
+                    "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
+                     DROP TABLE IF EXISTS {table};
+                     CREATE TABLE {table} (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+                     INSERT OR IGNORE INTO {MARKER_TABLE} (name) VALUES ('{table}');"
+                );
+                for field in collection.indexed {
+                    ddl.push_str(&format!(
+                        "CREATE INDEX {} ON {table} (json_extract(doc, '$.{field}'));",
+                        index_name(collection, field)
+                    ));
+                }
+                self.control
+                    .execute_batch(&format!("BEGIN; {ddl} COMMIT;"))
+                    .map_err(|e| self.identity.query_error(e))
+            })
         })
-        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-        .map_err(error)?
-        .into_iter()
-        .map(|(name, sql)| IndexEntry {
-            // SQLite's own index for a TEXT PRIMARY KEY has no SQL of its own.
-            primary: sql.is_empty() && name.starts_with("sqlite_autoindex_"),
-            covers: covered_field(collection, &sql),
-            definition: if sql.is_empty() {
-                "PRIMARY KEY (id)".to_owned()
-            } else {
-                sql
-            },
-            name,
-        })
-        .collect();
-    Ok(CollectionState {
-        rows: rows as u64,
-        indexes,
-    })
-}
+    }
 
-pub(super) fn remove(
-    target: &mut SqliteTarget,
-    collection: &Collection,
-) -> Result<(), TargetError> {
-    target.drop_own(&physical(collection.name))
+    fn inspect_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<CollectionState, TargetError>> {
+        Box::pin(async move {
+            tokio::task::block_in_place(|| {
+                let table = physical(collection.name);
+                let error = |e: rusqlite::Error| self.identity.query_error(e);
+                let rows: i64 = self
+                    .control
+                    .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                    .map_err(error)?;
+                let mut stmt = self
+                    .control
+                    .prepare(
+                        "SELECT name, coalesce(sql, '') FROM sqlite_master \
+                         WHERE type = 'index' AND tbl_name = ?1",
+                    )
+                    .map_err(error)?;
+                let indexes = stmt
+                    .query_map([&table], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                    .map_err(error)?
+                    .into_iter()
+                    .map(|(name, sql)| IndexEntry {
+                        // SQLite's own index for a TEXT PRIMARY KEY has no SQL of its own.
+                        primary: sql.is_empty() && name.starts_with("sqlite_autoindex_"),
+                        covers: covered_field(collection, &sql),
+                        definition: if sql.is_empty() {
+                            "PRIMARY KEY (id)".to_owned()
+                        } else {
+                            sql
+                        },
+                        name,
+                    })
+                    .collect();
+                Ok(CollectionState {
+                    rows: rows as u64,
+                    indexes,
+                })
+            })
+        })
+    }
+
+    fn drop_collection<'a>(
+        &'a mut self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move { self.drop_own(&physical(collection.name)) })
+    }
+
+    fn open_doc_session<'a>(
+        &'a self,
+        collection: &'a Collection,
+    ) -> BoxFuture<'a, Result<Box<dyn DocSession>, TargetError>> {
+        let (path, identity, collection) = (self.path.clone(), self.identity.clone(), *collection);
+        Box::pin(async move { open_session(&path, &identity, collection) })
+    }
 }
 
 /// A connection of its own, with a progress handler that interrupts any statement still
 /// running at the request's deadline.
-pub(super) fn open_session(
+fn open_session(
     path: &Path,
     identity: &Identity,
     collection: Collection,
