@@ -426,6 +426,31 @@ fn a_foreign_table_in_the_namespace_is_never_touched() {
 }
 
 #[test]
+fn a_foreign_table_in_an_embedded_database_is_never_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("theirs.db");
+    let theirs = rusqlite::Connection::open(&db).unwrap();
+    theirs
+        .execute_batch("CREATE TABLE fairbench_crud_read (precious INTEGER); INSERT INTO fairbench_crud_read VALUES (7);")
+        .unwrap();
+    let target = format!("sqlite:{}", db.display());
+    let out = dir.path().join("out");
+    let error = format!(
+        "{:#}",
+        run(&args("crud", &out, &["--target", &target])).unwrap_err()
+    );
+    assert!(
+        error.contains("table fairbench_crud_read in ")
+            && error.contains("exists but was not created by fairbench"),
+        "{error}"
+    );
+    let left: i64 = theirs
+        .query_row("SELECT precious FROM fairbench_crud_read", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 7, "the foreign table keeps its data");
+}
+
+#[test]
 fn bad_input_is_one_clear_error_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

@@ -21,8 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
-    location_of_url, op_error, split_authority,
+    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
+    TlsState, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -351,31 +351,10 @@ impl CouchTarget {
         }
     }
 
-    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
-        let db = database(name);
-        let head = self.call(Method::GET, &db, None).await?;
-        if head.status == StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        let marker = self
-            .call(Method::GET, &format!("{db}/{MARKER_DOC}"), None)
-            .await?;
-        Ok(Some(marker.status.is_success()))
-    }
-
-    async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("database {}", database(name)))),
-            _ => Ok(()),
-        }
-    }
-
     /// Deletes the database when it is fairbench's, then creates it empty and marked.
-    async fn recreate(&self, name: &str) -> Result<(), TargetError> {
-        self.drop_own_checked(name).await?;
+    async fn recreate(&mut self, name: &str) -> Result<(), TargetError> {
+        self.ensure_ours_or_absent(name).await?;
+        self.drop_own(name).await?;
         let db = database(name);
         self.expect(Method::PUT, &db, None).await?;
         self.expect(
@@ -387,20 +366,7 @@ impl CouchTarget {
         Ok(())
     }
 
-    async fn drop_own_checked(&self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("database {}", database(name)))),
-            Some(true) => self
-                .expect(Method::DELETE, &database(name), None)
-                .await
-                .map(drop),
-            None => Ok(()),
-        }
-    }
-
-    async fn drop_own(&self, name: &str) -> Result<(), TargetError> {
+    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
         if self.ownership(name).await? == Some(true) {
             self.expect(Method::DELETE, &database(name), None).await?;
         }
@@ -428,6 +394,29 @@ impl CouchTarget {
             .and_then(Json::as_array)
             .cloned()
             .unwrap_or_default())
+    }
+}
+
+impl Marked for CouchTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            let db = database(name);
+            let head = self.call(Method::GET, &db, None).await?;
+            if head.status == StatusCode::NOT_FOUND {
+                return Ok(None);
+            }
+            let marker = self
+                .call(Method::GET, &format!("{db}/{MARKER_DOC}"), None)
+                .await?;
+            Ok(Some(marker.status.is_success()))
+        })
+    }
+
+    fn object(&self, name: &str) -> String {
+        format!("database {}", database(name))
     }
 }
 
@@ -484,18 +473,6 @@ impl Target for CouchTarget {
                 mismatches,
                 settings_checks: None,
             })
-        })
-    }
-
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            for table in tables {
-                self.ensure_ours_or_absent(table.name).await?;
-            }
-            Ok(())
         })
     }
 

@@ -29,8 +29,8 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
-    location_of_url, op_error, split_authority,
+    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
+    TlsState, location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -315,31 +315,8 @@ impl CqlTarget {
         .await
     }
 
-    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
-        let found: Vec<(Option<String>,)> = self
-            .rows(
-                "SELECT comment FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
-                (self.keyspace(), name),
-            )
-            .await?;
-        Ok(found
-            .into_iter()
-            .next()
-            .map(|(comment,)| comment.as_deref() == Some(MARKER)))
-    }
-
-    async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("table {}", self.physical(name)))),
-            _ => Ok(()),
-        }
-    }
-
     /// Drops the table when it is fairbench's, then creates it with `columns` (CQL), marked.
-    async fn recreate(&self, name: &str, columns: &str) -> Result<(), TargetError> {
+    async fn recreate(&mut self, name: &str, columns: &str) -> Result<(), TargetError> {
         self.ensure_ours_or_absent(name).await?;
         self.ensure_keyspace(self.durability).await?;
         let table = self.physical(name);
@@ -351,7 +328,7 @@ impl CqlTarget {
         .await
     }
 
-    async fn drop_own(&self, name: &str) -> Result<(), TargetError> {
+    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
         if self.ownership(name).await? == Some(true) {
             self.execute(&format!("DROP TABLE {}", self.physical(name)))
                 .await?;
@@ -419,6 +396,30 @@ impl CqlTarget {
     }
 }
 
+impl Marked for CqlTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            let found: Vec<(Option<String>,)> = self
+                .rows(
+                    "SELECT comment FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+                    (self.keyspace(), name),
+                )
+                .await?;
+            Ok(found
+                .into_iter()
+                .next()
+                .map(|(comment,)| comment.as_deref() == Some(MARKER)))
+        })
+    }
+
+    fn object(&self, name: &str) -> String {
+        format!("table {}", self.physical(name))
+    }
+}
+
 common::identified!(CqlTarget);
 
 impl Target for CqlTarget {
@@ -481,18 +482,6 @@ impl Target for CqlTarget {
                 mismatches,
                 settings_checks: None,
             })
-        })
-    }
-
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            for table in tables {
-                self.ensure_ours_or_absent(table.name).await?;
-            }
-            Ok(())
         })
     }
 

@@ -4,16 +4,18 @@
 
 use common::pool::BoxFuture;
 
-use super::TargetError;
+use super::{Marked, TargetError};
 use crate::query::{Collection, CollectionState, DocSession};
 
-pub trait DocTarget: Send {
+pub trait DocTarget: Marked {
     /// Fails with [`TargetError::Foreign`] when the collection's table exists without
     /// fairbench's marker.
     fn check_collection<'a>(
         &'a mut self,
         collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        self.ensure_ours_or_absent(collection.name)
+    }
 
     /// (Re)creates the collection's table, marked as fairbench's, with its primary key and
     /// exactly the declared secondary indexes, before any row is written.

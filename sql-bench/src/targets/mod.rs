@@ -5,6 +5,7 @@
 pub mod couchdb;
 pub mod cql;
 pub mod docs;
+pub mod marker;
 pub mod mongodb;
 pub mod mysql;
 pub mod postgres;
@@ -26,6 +27,7 @@ use crate::durability::{Check, Durability};
 use crate::replication::ClusterEvidence;
 use crate::session::KvWorkers;
 pub use docs::DocTarget;
+pub use marker::Marked;
 pub use ycsb::YcsbTarget;
 
 /// What a system reported about itself, and how it compares with the durability asked for.
@@ -48,7 +50,7 @@ pub struct KvTable {
 }
 
 /// The control path of a system: everything but the measured operations.
-pub trait Target: Identified + Send {
+pub trait Target: Marked {
     /// The TLS of its connections; `None` for an embedded system.
     fn tls(&self) -> Option<TlsState> {
         None
@@ -87,7 +89,14 @@ pub trait Target: Identified + Send {
     fn check_namespace<'a>(
         &'a mut self,
         tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            for table in tables {
+                self.ensure_ours_or_absent(table.name).await?;
+            }
+            Ok(())
+        })
+    }
 
     /// (Re)creates the table in fairbench's namespace, marked as fairbench's, and loads `rows`.
     fn create_kv<'a>(

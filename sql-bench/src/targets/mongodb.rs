@@ -21,8 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
-    is_local_host, op_error,
+    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
+    TlsState, is_local_host, op_error,
 };
 use crate::durability::Durability;
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -161,37 +161,8 @@ impl MongoTarget {
             .map_err(|e| self.error(e))
     }
 
-    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
-        let db = self.database();
-        let names = db
-            .list_collection_names()
-            .filter(doc! {"name": name})
-            .await
-            .map_err(|e| self.error(e))?;
-        if names.is_empty() {
-            return Ok(None);
-        }
-        let marked = db
-            .collection::<Document>(MARKER_COLLECTION)
-            .find_one(doc! {"_id": name})
-            .await
-            .map_err(|e| self.error(e))?
-            .is_some();
-        Ok(Some(marked))
-    }
-
-    async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("collection {DATABASE}.{name}"))),
-            _ => Ok(()),
-        }
-    }
-
     /// Drops the collection when it is fairbench's, then (re)creates it, marked, empty.
-    async fn recreate(&self, name: &str) -> Result<MongoCollection<Document>, TargetError> {
+    async fn recreate(&mut self, name: &str) -> Result<MongoCollection<Document>, TargetError> {
         self.ensure_ours_or_absent(name).await?;
         let db = self.database();
         let collection = db.collection::<Document>(name);
@@ -210,7 +181,7 @@ impl MongoTarget {
         Ok(collection)
     }
 
-    async fn drop_own(&self, name: &str) -> Result<(), TargetError> {
+    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
         if self.ownership(name).await? == Some(true) {
             let db = self.database();
             db.collection::<Document>(name)
@@ -365,6 +336,36 @@ impl MongoTarget {
     }
 }
 
+impl Marked for MongoTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            let db = self.database();
+            let names = db
+                .list_collection_names()
+                .filter(doc! {"name": name})
+                .await
+                .map_err(|e| self.error(e))?;
+            if names.is_empty() {
+                return Ok(None);
+            }
+            let marked = db
+                .collection::<Document>(MARKER_COLLECTION)
+                .find_one(doc! {"_id": name})
+                .await
+                .map_err(|e| self.error(e))?
+                .is_some();
+            Ok(Some(marked))
+        })
+    }
+
+    fn object(&self, name: &str) -> String {
+        format!("collection {DATABASE}.{name}")
+    }
+}
+
 common::identified!(MongoTarget);
 
 impl Target for MongoTarget {
@@ -406,18 +407,6 @@ impl Target for MongoTarget {
                 mismatches,
                 settings_checks: None,
             })
-        })
-    }
-
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            for table in tables {
-                self.ensure_ours_or_absent(table.name).await?;
-            }
-            Ok(())
         })
     }
 

@@ -21,8 +21,8 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
-    location_of_host, op_error,
+    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
+    TlsState, location_of_host, op_error,
 };
 use crate::durability::Durability;
 use crate::replication::ClusterEvidence;
@@ -154,25 +154,28 @@ impl MysqlTarget {
             .map_err(|e| self.identity.query_error(e))?;
         Ok(rows.into_iter().collect())
     }
+}
 
-    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&mut self, name: &str) -> Result<Option<bool>, TargetError> {
-        let comment: Option<String> = self
-            .control
-            .exec_first(
-                "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                (DATABASE, name),
-            )
-            .await
-            .map_err(|e| self.identity.query_error(e))?;
-        Ok(comment.map(|c| c == MARKER))
+impl Marked for MysqlTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            let comment: Option<String> = self
+                .control
+                .exec_first(
+                    "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                    (DATABASE, name),
+                )
+                .await
+                .map_err(|e| self.identity.query_error(e))?;
+            Ok(comment.map(|c| c == MARKER))
+        })
     }
 
-    async fn ensure_ours_or_absent(&mut self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self.identity.foreign(format!("table {}", physical(name)))),
-            _ => Ok(()),
-        }
+    fn object(&self, name: &str) -> String {
+        format!("table {}", physical(name))
     }
 }
 
@@ -256,18 +259,6 @@ impl Target for MysqlTarget {
             .map(|replica| parse_opts(replica, &self.reach))
             .collect::<Result<_, _>>()?;
         Ok(())
-    }
-
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            for table in tables {
-                self.ensure_ours_or_absent(table.name).await?;
-            }
-            Ok(())
-        })
     }
 
     fn create_kv<'a>(

@@ -19,8 +19,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Reach, Target, TargetError, TlsState,
-    op_error,
+    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
+    TlsState, op_error,
 };
 use crate::durability::Durability;
 use crate::replication::ClusterEvidence;
@@ -74,29 +74,30 @@ impl PostgresTarget {
     fn location(&self) -> Location {
         self.link.location()
     }
+}
 
-    /// `Some(true)` ours, `Some(false)` someone else's, `None` absent.
-    async fn ownership(&self, name: &str) -> Result<Option<bool>, TargetError> {
-        let row = self
-            .control
-            .query_opt(
-                "SELECT coalesce(obj_description(c.oid, 'pg_class'), '')
-                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE n.nspname = $1 AND c.relname = $2",
-                &[&SCHEMA, &name],
-            )
-            .await
-            .map_err(|e| self.error(message(&e)))?;
-        Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
+impl Marked for PostgresTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            let row = self
+                .control
+                .query_opt(
+                    "SELECT coalesce(obj_description(c.oid, 'pg_class'), '')
+                       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = $1 AND c.relname = $2",
+                    &[&SCHEMA, &name],
+                )
+                .await
+                .map_err(|e| self.error(message(&e)))?;
+            Ok(row.map(|r| r.get::<_, String>(0) == MARKER))
+        })
     }
 
-    async fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
-        match self.ownership(name).await? {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("relation {}", physical(name)))),
-            _ => Ok(()),
-        }
+    fn object(&self, name: &str) -> String {
+        format!("relation {}", physical(name))
     }
 }
 
@@ -179,18 +180,6 @@ impl Target for PostgresTarget {
             .map(|replica| Link::of(replica, &self.reach, &[]))
             .collect::<Result<_, _>>()?;
         Ok(())
-    }
-
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            for table in tables {
-                self.ensure_ours_or_absent(table.name).await?;
-            }
-            Ok(())
-        })
     }
 
     fn create_kv<'a>(

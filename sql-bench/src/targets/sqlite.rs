@@ -18,7 +18,7 @@ use rusqlite::{Connection, params};
 mod docs;
 mod ycsb;
 
-use super::{Described, Description, DocTarget, Identity, KvTable, Target, TargetError};
+use super::{Described, Description, DocTarget, Identity, KvTable, Marked, Target, TargetError};
 use crate::durability::Durability;
 use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
 
@@ -76,22 +76,8 @@ impl SqliteTarget {
         }
     }
 
-    /// Fails when the table `name` (physical) exists and is not fairbench's.
-    fn ensure_ours_or_absent(&self, name: &str) -> Result<(), TargetError> {
-        match self
-            .is_ours(name)
-            .map_err(|e| self.identity.query_error(e))?
-        {
-            Some(false) => Err(self
-                .identity
-                .foreign(format!("table {name} in {}", self.path.display()))),
-            _ => Ok(()),
-        }
-    }
-
     fn create(&mut self, table: KvTable, rows: &[(i64, String)]) -> Result<(), TargetError> {
         let name = physical(table.name);
-        self.ensure_ours_or_absent(&name)?;
         let tx = self
             .control
             .transaction()
@@ -132,6 +118,22 @@ impl SqliteTarget {
                 .map_err(|e| self.identity.query_error(e))?;
         }
         Ok(())
+    }
+}
+
+impl Marked for SqliteTarget {
+    fn ownership<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+        Box::pin(async move {
+            self.is_ours(&physical(name))
+                .map_err(|e| self.identity.query_error(e))
+        })
+    }
+
+    fn object(&self, name: &str) -> String {
+        format!("table {} in {}", physical(name), self.path.display())
     }
 }
 
@@ -180,23 +182,15 @@ impl Target for SqliteTarget {
         })
     }
 
-    fn check_namespace<'a>(
-        &'a mut self,
-        tables: &'a [KvTable],
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            tables
-                .iter()
-                .try_for_each(|t| self.ensure_ours_or_absent(&physical(t.name)))
-        })
-    }
-
     fn create_kv<'a>(
         &'a mut self,
         table: KvTable,
         rows: &'a [(i64, String)],
     ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { tokio::task::block_in_place(|| self.create(table, rows)) })
+        Box::pin(async move {
+            self.ensure_ours_or_absent(table.name).await?;
+            tokio::task::block_in_place(|| self.create(table, rows))
+        })
     }
 
     fn verify_kv<'a>(

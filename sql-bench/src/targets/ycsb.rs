@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use common::pool::BoxFuture;
 
-use super::TargetError;
+use super::{Marked, TargetError};
 use crate::session::ycsb::YcsbWorkers;
 use crate::session::ycsb::op::Shape;
 use crate::session::ycsb::stats::Kind;
@@ -32,7 +32,7 @@ impl YcsbTable {
 /// The longest key: `user` and a signed 64-bit number.
 pub const KEY_LENGTH: usize = 64;
 
-pub trait YcsbTarget: Send {
+pub trait YcsbTarget: Marked {
     /// Why this engine cannot do `kind` as the workload means it (so the cell is refused
     /// rather than faked); `None` when it can.
     fn refuses(&self, kind: Kind) -> Option<String> {
@@ -50,7 +50,9 @@ pub trait YcsbTarget: Send {
     fn check_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        self.ensure_ours_or_absent(table.name)
+    }
 
     /// (Re)creates the table empty, marked as fairbench's, and returns the catalog's evidence
     /// that it is as declared (primary key on the record key, durable storage).

@@ -22,8 +22,8 @@ use super::{CONNECT_TIMEOUT, CouchTarget, Flavor, Http, database, http_op_error}
 use crate::session::ycsb::keys::key_of;
 use crate::session::ycsb::stats::Kind;
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
-use crate::targets::TargetError;
 use crate::targets::ycsb::{YcsbTable, YcsbTarget, in_order};
+use crate::targets::{Marked, TargetError};
 
 /// Keys asked for in one `_all_docs` `keys` request when the load's sample is read back.
 const READ_CHUNK: usize = 1_000;
@@ -107,7 +107,7 @@ fn probe_ids() -> Vec<String> {
 impl CouchTarget {
     /// Writes the probe ids into a database of their own and checks that `_all_docs` returns
     /// them in byte order; the evidence names the order it saw.
-    async fn probe_key_order(&self) -> Result<String, TargetError> {
+    async fn probe_key_order(&mut self) -> Result<String, TargetError> {
         self.recreate(ORDER_PROBE).await?;
         let ids = probe_ids();
         let docs: Vec<Json> = ids.iter().map(|id| json!({"_id": id})).collect();
@@ -181,6 +181,7 @@ impl YcsbTarget for CouchTarget {
         }
     }
 
+    /// The probe database the key order is read with is fairbench's too.
     fn check_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,

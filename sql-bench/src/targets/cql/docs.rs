@@ -63,13 +63,6 @@ fn cql_value(value: &Json, kind: &str) -> Option<CqlValue> {
 type IndexRow = (String, Option<String>, Option<BTreeMap<String, String>>);
 
 impl DocTarget for CqlTarget {
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
     fn create_collection<'a>(
         &'a mut self,
         collection: &'a Collection,

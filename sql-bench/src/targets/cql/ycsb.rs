@@ -132,13 +132,6 @@ impl YcsbTarget for CqlTarget {
         Some(how.to_owned())
     }
 
-    fn check_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(table.name))
-    }
-
     fn create_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,

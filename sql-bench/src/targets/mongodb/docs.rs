@@ -23,13 +23,6 @@ fn index_name(collection: &Collection, field: &str) -> String {
 }
 
 impl DocTarget for MongoTarget {
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
     fn create_collection<'a>(
         &'a mut self,
         collection: &'a Collection,

@@ -13,6 +13,7 @@ use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     covered_field,
 };
+use crate::targets::Marked;
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{DocTarget, Identity, TargetError};
 
@@ -66,13 +67,6 @@ fn bind(params: Vec<Param>) -> Vec<mysql_async::Value> {
 }
 
 impl DocTarget for MysqlTarget {
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
     fn create_collection<'a>(
         &'a mut self,
         collection: &'a Collection,

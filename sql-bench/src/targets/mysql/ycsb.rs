@@ -14,6 +14,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement, TxOpts, Value};
 
 use super::{DATABASE, Killer, MARKER, MysqlTarget, connect, my_op_error, physical};
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
+use crate::targets::Marked;
 use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
 
@@ -55,13 +56,6 @@ impl Sql {
 }
 
 impl YcsbTarget for MysqlTarget {
-    fn check_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(table.name))
-    }
-
     fn create_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,

@@ -17,6 +17,7 @@ use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     covered_field,
 };
+use crate::targets::Marked;
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{DocTarget, Identity, TargetError};
 
@@ -70,13 +71,6 @@ fn index_name(collection: &Collection, field: &str) -> String {
 }
 
 impl DocTarget for PostgresTarget {
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(collection.name))
-    }
-
     fn create_collection<'a>(
         &'a mut self,
         collection: &'a Collection,

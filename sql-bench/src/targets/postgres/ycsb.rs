@@ -15,6 +15,7 @@ use super::{
     Canceller, Link, MARKER, PostgresTarget, SCHEMA, connect, message, pg_op_error, physical,
 };
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
+use crate::targets::Marked;
 use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
 
@@ -60,13 +61,6 @@ impl Sql {
 }
 
 impl YcsbTarget for PostgresTarget {
-    fn check_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.ensure_ours_or_absent(table.name))
-    }
-
     fn create_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,

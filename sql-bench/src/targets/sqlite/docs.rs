@@ -14,6 +14,7 @@ use crate::query::{
     Collection, CollectionState, Doc, DocError, DocSession, DocSink, IndexEntry, Query,
     covered_field,
 };
+use crate::targets::Marked;
 use crate::targets::sql::{Dialect, Output, Param, select};
 use crate::targets::{DocTarget, Identity, TargetError};
 
@@ -49,21 +50,14 @@ fn index_name(collection: &Collection, field: &str) -> String {
 }
 
 impl DocTarget for SqliteTarget {
-    fn check_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { self.ensure_ours_or_absent(&physical(collection.name)) })
-    }
-
     fn create_collection<'a>(
         &'a mut self,
         collection: &'a Collection,
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
+            self.ensure_ours_or_absent(collection.name).await?;
             tokio::task::block_in_place(|| {
                 let table = physical(collection.name);
-                self.ensure_ours_or_absent(&table)?;
                 let mut ddl = format!(
                     "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (name TEXT PRIMARY KEY);
                      DROP TABLE IF EXISTS {table};

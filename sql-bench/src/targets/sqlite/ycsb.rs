@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use super::{MARKER_TABLE, SqliteTarget, connect, physical};
 use crate::session::ycsb::{BlockingYcsbSession, Fetched, Record, YcsbWorkers, blocking_workers};
+use crate::targets::Marked;
 use crate::targets::TargetError;
 use crate::targets::ycsb::{YcsbTable, YcsbTarget, in_order};
 
@@ -52,20 +53,13 @@ impl Sql {
 }
 
 impl YcsbTarget for SqliteTarget {
-    fn check_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { self.ensure_ours_or_absent(&physical(table.name)) })
-    }
-
     fn create_table<'a>(
         &'a mut self,
         table: &'a YcsbTable,
     ) -> BoxFuture<'a, Result<BTreeMap<String, String>, TargetError>> {
         Box::pin(async move {
+            self.ensure_ours_or_absent(table.name).await?;
             let name = physical(table.name);
-            self.ensure_ours_or_absent(&name)?;
             let columns: Vec<String> = (0..table.shape.fields)
                 .map(|i| format!("field{i} TEXT NOT NULL"))
                 .collect();
