@@ -38,10 +38,8 @@ fn workers(
         (count, indexes),
         "geo-test-1",
         &settings,
-        |i, out, a| {
-            let flag = flags.get(i as usize).cloned().unwrap_or_default();
-            run_with(&args(out, a), flag)
-        },
+        flags,
+        |out, a, flag| run_with(&args(out, a), flag),
     )
 }
 

@@ -41,10 +41,8 @@ fn workers(
         (count, indexes),
         "mqtt-test-1",
         &settings,
-        |i, out, a| {
-            let flag = flags.get(i as usize).cloned().unwrap_or_default();
-            run_with(&args(out, a), flag)
-        },
+        flags,
+        |out, a, flag| run_with(&args(out, a), flag),
     )
 }
 

@@ -33,7 +33,8 @@ fn workers(
         (count, indexes),
         "search-test-1",
         &settings,
-        |_, out, a| run(&args(out, a)),
+        &[],
+        |out, a, _| run(&args(out, a)),
     )
 }
 

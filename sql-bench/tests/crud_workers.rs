@@ -26,7 +26,8 @@ fn a_worker_interrupted_stops_every_worker_as_an_interrupted_run_and_nothing_is_
             (2, &[0, 1]),
             "crud-test-1",
             &settings,
-            |i, out, a| run_with(&args("crud", out, a), flags[i as usize].clone()),
+            flags,
+            |out, a, flag| run_with(&args("crud", out, a), flag),
         )
     });
     assert_interrupted_and_unmerged(&parts, &seen, "sql-bench", &sql_bench::REPORT);

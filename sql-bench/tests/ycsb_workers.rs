@@ -38,7 +38,8 @@ fn workers(root: &Path, postgres: &str, flags: &[Arc<AtomicBool>], settings: &[&
         (flags.len() as u32, &indexes),
         "ycsb-test-1",
         &settings,
-        |i, out, a| run_with(&args("ycsb", out, a), flags[i as usize].clone()),
+        flags,
+        |out, a, flag| run_with(&args("ycsb", out, a), flag),
     )
 }
 

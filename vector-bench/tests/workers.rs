@@ -30,7 +30,8 @@ fn workers(
         (count, indexes),
         "vector-test-1",
         &settings,
-        |_, out, a| run(&args(out, &cache, a)),
+        &[],
+        |out, a, _| run(&args(out, &cache, a)),
     )
 }
 

@@ -21,17 +21,18 @@ use crate::scale::merge::MergeArgs;
 use super::process::barrier;
 
 /// Runs workers `indexes` of `count` of one run in threads of their own, as the processes of
-/// several client machines: each through `run(index, folder, args)`, with `settings` (on one
-/// line: `"--target redis://… --rounds 3"`), then the
-/// worker flags (`--worker-count`, `--worker-index`, `--run-id RUN_ID`, `--barrier` on a free
-/// loopback port) and its own results folder `ROOT/worker-INDEX`. Each result with its folder,
-/// in the order of `indexes`.
+/// several client machines: each through `run(folder, args, interrupt)`, with `settings` (on
+/// one line: `"--target redis://… --rounds 3"`), then the worker flags (`--worker-count`,
+/// `--worker-index`, `--run-id RUN_ID`, `--barrier` on a free loopback port), its own results
+/// folder `ROOT/worker-INDEX` and, as its Ctrl-C flag, `flags[INDEX]` (a flag nothing sets
+/// when `flags` has none for it). Each result with its folder, in the order of `indexes`.
 pub fn in_threads<S: Send>(
     root: &Path,
     (count, indexes): (u32, &[u32]),
     run_id: &str,
     settings: &str,
-    run: impl Fn(u32, &Path, &[&str]) -> anyhow::Result<S> + Sync,
+    flags: &[Arc<AtomicBool>],
+    run: impl Fn(&Path, &[&str], Arc<AtomicBool>) -> anyhow::Result<S> + Sync,
 ) -> Vec<(PathBuf, anyhow::Result<S>)> {
     let barrier = format!("127.0.0.1:{}", super::free_port());
     let count = count.to_string();
@@ -47,7 +48,8 @@ pub fn in_threads<S: Send>(
                     let mut args = super::words(settings);
                     args.extend(["--worker-count", count, "--worker-index", &index]);
                     args.extend(["--run-id", run_id, "--barrier", barrier]);
-                    let result = run(i, &out, &args);
+                    let flag = flags.get(i as usize).cloned().unwrap_or_default();
+                    let result = run(&out, &args, flag);
                     (out, result)
                 })
             })
