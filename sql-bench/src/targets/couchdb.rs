@@ -366,13 +366,6 @@ impl CouchTarget {
         Ok(())
     }
 
-    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
-        if self.ownership(name).await? == Some(true) {
-            self.expect(Method::DELETE, &database(name), None).await?;
-        }
-        Ok(())
-    }
-
     /// Rows of `_all_docs` between two keys (`end` excluded).
     async fn all_docs(
         &self,
@@ -417,6 +410,14 @@ impl Marked for CouchTarget {
 
     fn object(&self, name: &str) -> String {
         format!("database {}", database(name))
+    }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.expect(Method::DELETE, &database(name), None)
+                .await
+                .map(drop)
+        })
     }
 }
 
@@ -560,10 +561,6 @@ impl Target for CouchTarget {
                 .await?;
             Ok(rows.len() as u64)
         })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(self.drop_own(table.name))
     }
 
     fn open_kv_workers(

@@ -328,14 +328,6 @@ impl CqlTarget {
         .await
     }
 
-    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
-        if self.ownership(name).await? == Some(true) {
-            self.execute(&format!("DROP TABLE {}", self.physical(name)))
-                .await?;
-        }
-        Ok(())
-    }
-
     /// The server's own settings, read from its virtual tables: `system_views.settings`
     /// (Cassandra 4+) or `system.config` (ScyllaDB).
     async fn server_settings(&self, names: &[&str]) -> BTreeMap<String, String> {
@@ -417,6 +409,13 @@ impl Marked for CqlTarget {
 
     fn object(&self, name: &str) -> String {
         format!("table {}", self.physical(name))
+    }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.execute(&format!("DROP TABLE {}", self.physical(name)))
+                .await
+        })
     }
 }
 
@@ -574,10 +573,6 @@ impl Target for CqlTarget {
                 .await?;
             Ok(counted.first().map_or(0, |c| c.0 as u64))
         })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(self.drop_own(table.name))
     }
 
     fn open_kv_workers(

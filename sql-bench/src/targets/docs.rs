@@ -34,7 +34,9 @@ pub trait DocTarget: Marked {
     fn drop_collection<'a>(
         &'a mut self,
         collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>>;
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        self.drop_own(collection.name)
+    }
 
     /// Opens a session for the collection's document requests (a connection of its own).
     fn open_doc_session<'a>(

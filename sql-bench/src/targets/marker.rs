@@ -2,7 +2,8 @@
 //! carries a marker (a table comment, a marker row or document), and before it creates, fills or
 //! drops anything an engine reads the marker back: an object of the same name without it is
 //! refused as foreign, and left as it is. Each engine says how it reads its marker
-//! ([`Marked::ownership`]); the refusal is made here, once.
+//! ([`Marked::ownership`]) and how it drops what carries it ([`Marked::drop_marked`]); the
+//! refusal, and the check before every drop, are made here, once.
 
 use common::pool::BoxFuture;
 
@@ -19,6 +20,10 @@ pub trait Marked: Identified + Send {
     /// What the engine calls the object `name` in a refusal (`relation fairbench.crud_read`).
     fn object(&self, name: &str) -> String;
 
+    /// Drops the object `name`, already read to carry fairbench's marker (and the marker with
+    /// it, where the engine keeps it apart).
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>>;
+
     /// Fails with [`TargetError::Foreign`] when `name` exists without fairbench's marker.
     fn ensure_ours_or_absent<'a>(
         &'a mut self,
@@ -30,5 +35,101 @@ pub trait Marked: Identified + Send {
                 _ => Ok(()),
             }
         })
+    }
+
+    /// Drops fairbench's object `name` when it carries the marker; an object without it, or
+    /// none, stays as it is.
+    fn drop_own<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            if self.ownership(name).await? == Some(true) {
+                self.drop_marked(name).await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::targets::Identity;
+
+    /// The objects of an engine by name, each marked or not, and what was dropped.
+    #[derive(Default)]
+    struct Objects {
+        identity: Identity,
+        marked: BTreeMap<&'static str, bool>,
+        dropped: Vec<String>,
+    }
+
+    common::identified!(Objects);
+
+    impl Marked for Objects {
+        fn ownership<'a>(
+            &'a mut self,
+            name: &'a str,
+        ) -> BoxFuture<'a, Result<Option<bool>, TargetError>> {
+            Box::pin(async move { Ok(self.marked.get(name).copied()) })
+        }
+
+        fn object(&self, name: &str) -> String {
+            format!("table {name}")
+        }
+
+        fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+            Box::pin(async move {
+                self.dropped.push(name.to_owned());
+                Ok(())
+            })
+        }
+    }
+
+    fn objects() -> Objects {
+        Objects {
+            identity: Identity {
+                name: "engine".into(),
+                ..Identity::default()
+            },
+            marked: BTreeMap::from([("ours", true), ("theirs", false)]),
+            dropped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_what_carries_the_marker_is_dropped() {
+        let mut engine = objects();
+        block_on(async {
+            for name in ["theirs", "absent", "ours"] {
+                engine.drop_own(name).await.unwrap();
+            }
+        });
+        assert_eq!(engine.dropped, ["ours"]);
+    }
+
+    #[test]
+    fn an_object_without_the_marker_is_refused_by_name() {
+        let mut engine = objects();
+        let (theirs, ours, absent) = block_on(async {
+            (
+                engine.ensure_ours_or_absent("theirs").await,
+                engine.ensure_ours_or_absent("ours").await.is_ok(),
+                engine.ensure_ours_or_absent("absent").await.is_ok(),
+            )
+        });
+        let error = theirs.unwrap_err().to_string();
+        assert!(
+            error.contains("engine") && error.contains("table theirs"),
+            "{error}"
+        );
+        assert!(ours && absent);
+    }
+
+    fn block_on<T>(work: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(work)
     }
 }

@@ -125,7 +125,9 @@ pub trait Target: Marked {
     ) -> BoxFuture<'_, Result<u64, TargetError>>;
 
     /// Drops fairbench's own table.
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>>;
+    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
+        Box::pin(async move { self.drop_own(table.name).await })
+    }
 
     /// Opens `size` worker sessions reading `read` and writing `write`, before any clock starts.
     fn open_kv_workers(

@@ -181,21 +181,6 @@ impl MongoTarget {
         Ok(collection)
     }
 
-    async fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
-        if self.ownership(name).await? == Some(true) {
-            let db = self.database();
-            db.collection::<Document>(name)
-                .drop()
-                .await
-                .map_err(|e| self.error(e))?;
-            db.collection::<Document>(MARKER_COLLECTION)
-                .delete_one(doc! {"_id": name})
-                .await
-                .map_err(|e| self.error(e))?;
-        }
-        Ok(())
-    }
-
     /// One client per session: one pooled connection, opened before any clock starts.
     fn session_options(&self) -> ClientOptions {
         let mut options = self.options.clone();
@@ -364,6 +349,21 @@ impl Marked for MongoTarget {
     fn object(&self, name: &str) -> String {
         format!("collection {DATABASE}.{name}")
     }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let db = self.database();
+            db.collection::<Document>(name)
+                .drop()
+                .await
+                .map_err(|e| self.error(e))?;
+            db.collection::<Document>(MARKER_COLLECTION)
+                .delete_one(doc! {"_id": name})
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(())
+        })
+    }
 }
 
 common::identified!(MongoTarget);
@@ -489,10 +489,6 @@ impl Target for MongoTarget {
                 .await
                 .map_err(|e| self.error(e))
         })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(self.drop_own(table.name))
     }
 
     fn open_kv_workers(

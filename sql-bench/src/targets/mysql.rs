@@ -177,6 +177,15 @@ impl Marked for MysqlTarget {
     fn object(&self, name: &str) -> String {
         format!("table {}", physical(name))
     }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.control
+                .query_drop(format!("DROP TABLE {}", physical(name)))
+                .await
+                .map_err(|e| self.error(e))
+        })
+    }
 }
 
 common::identified!(MysqlTarget);
@@ -378,18 +387,6 @@ impl Target for MysqlTarget {
                 .await
                 .map_err(|e| self.error(e))?;
             Ok(count.unwrap_or(0))
-        })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(async move {
-            if self.ownership(table.name).await? == Some(true) {
-                self.control
-                    .query_drop(format!("DROP TABLE {}", physical(table.name)))
-                    .await
-                    .map_err(|e| self.error(e))?;
-            }
-            Ok(())
         })
     }
 

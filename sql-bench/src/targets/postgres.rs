@@ -99,6 +99,15 @@ impl Marked for PostgresTarget {
     fn object(&self, name: &str) -> String {
         format!("relation {}", physical(name))
     }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            self.control
+                .batch_execute(&format!("DROP TABLE {}", physical(name)))
+                .await
+                .map_err(|e| self.error(message(&e)))
+        })
+    }
 }
 
 common::identified!(PostgresTarget);
@@ -296,18 +305,6 @@ impl Target for PostgresTarget {
                 .await
                 .map_err(|e| self.error(message(&e)))?;
             Ok(row.get::<_, i64>(0) as u64)
-        })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(async move {
-            if self.ownership(table.name).await? == Some(true) {
-                self.control
-                    .batch_execute(&format!("DROP TABLE {}", physical(table.name)))
-                    .await
-                    .map_err(|e| self.error(message(&e)))?;
-            }
-            Ok(())
         })
     }
 

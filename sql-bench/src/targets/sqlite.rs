@@ -103,24 +103,6 @@ impl SqliteTarget {
     }
 }
 
-impl SqliteTarget {
-    /// Drops the table `name` (physical) when it is fairbench's; anything else stays.
-    fn drop_own(&mut self, name: &str) -> Result<(), TargetError> {
-        if self
-            .is_ours(name)
-            .map_err(|e| self.identity.query_error(e))?
-            == Some(true)
-        {
-            self.control
-                .execute_batch(&format!(
-                    "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
-                ))
-                .map_err(|e| self.identity.query_error(e))?;
-        }
-        Ok(())
-    }
-}
-
 impl Marked for SqliteTarget {
     fn ownership<'a>(
         &'a mut self,
@@ -134,6 +116,17 @@ impl Marked for SqliteTarget {
 
     fn object(&self, name: &str) -> String {
         format!("table {} in {}", physical(name), self.path.display())
+    }
+
+    fn drop_marked<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            let name = physical(name);
+            self.control
+                .execute_batch(&format!(
+                    "DROP TABLE {name}; DELETE FROM {MARKER_TABLE} WHERE name = '{name}';"
+                ))
+                .map_err(|e| self.identity.query_error(e))
+        })
     }
 }
 
@@ -259,10 +252,6 @@ impl Target for SqliteTarget {
                 .map(|n| n as u64)
                 .map_err(|e| self.identity.query_error(e))
         })
-    }
-
-    fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(async move { self.drop_own(&physical(table.name)) })
     }
 
     fn open_kv_workers(

@@ -75,8 +75,12 @@ pub trait YcsbTarget: Marked {
     ) -> BoxFuture<'a, Result<Vec<Option<Vec<String>>>, TargetError>>;
 
     /// Drops fairbench's own table.
-    fn drop_table<'a>(&'a mut self, table: &'a YcsbTable)
-    -> BoxFuture<'a, Result<(), TargetError>>;
+    fn drop_table<'a>(
+        &'a mut self,
+        table: &'a YcsbTable,
+    ) -> BoxFuture<'a, Result<(), TargetError>> {
+        self.drop_own(table.name)
+    }
 
     /// Opens `size` worker sessions on the table (the load opens its own), before any clock starts.
     fn open_ycsb_workers<'a>(

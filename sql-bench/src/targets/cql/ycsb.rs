@@ -202,13 +202,6 @@ impl YcsbTarget for CqlTarget {
         })
     }
 
-    fn drop_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.drop_own(table.name))
-    }
-
     fn open_ycsb_workers<'a>(
         &'a self,
         size: usize,

@@ -86,13 +86,6 @@ impl DocTarget for MongoTarget {
         })
     }
 
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.drop_own(collection.name))
-    }
-
     fn open_doc_session<'a>(
         &'a self,
         collection: &'a Collection,

@@ -182,13 +182,6 @@ impl YcsbTarget for MongoTarget {
         })
     }
 
-    fn drop_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(self.drop_own(table.name))
-    }
-
     fn open_ycsb_workers<'a>(
         &'a self,
         size: usize,

@@ -158,21 +158,6 @@ impl YcsbTarget for MysqlTarget {
         })
     }
 
-    fn drop_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            if self.ownership(table.name).await? == Some(true) {
-                self.control
-                    .query_drop(format!("DROP TABLE {}", physical(table.name)))
-                    .await
-                    .map_err(|e| self.error(e))?;
-            }
-            Ok(())
-        })
-    }
-
     fn open_ycsb_workers<'a>(
         &'a self,
         size: usize,

@@ -145,21 +145,6 @@ impl DocTarget for PostgresTarget {
         })
     }
 
-    fn drop_collection<'a>(
-        &'a mut self,
-        collection: &'a Collection,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            if self.ownership(collection.name).await? == Some(true) {
-                self.control
-                    .batch_execute(&format!("DROP TABLE {}", physical(collection.name)))
-                    .await
-                    .map_err(|e| self.error(message(&e)))?;
-            }
-            Ok(())
-        })
-    }
-
     fn open_doc_session<'a>(
         &'a self,
         collection: &'a Collection,

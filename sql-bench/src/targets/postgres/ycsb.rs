@@ -130,21 +130,6 @@ impl YcsbTarget for PostgresTarget {
         })
     }
 
-    fn drop_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move {
-            if self.ownership(table.name).await? == Some(true) {
-                self.control
-                    .batch_execute(&format!("DROP TABLE {}", physical(table.name)))
-                    .await
-                    .map_err(|e| self.error(message(&e)))?;
-            }
-            Ok(())
-        })
-    }
-
     fn open_ycsb_workers<'a>(
         &'a self,
         size: usize,

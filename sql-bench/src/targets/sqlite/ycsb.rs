@@ -142,13 +142,6 @@ impl YcsbTarget for SqliteTarget {
         })
     }
 
-    fn drop_table<'a>(
-        &'a mut self,
-        table: &'a YcsbTable,
-    ) -> BoxFuture<'a, Result<(), TargetError>> {
-        Box::pin(async move { self.drop_own(&physical(table.name)) })
-    }
-
     fn open_ycsb_workers<'a>(
         &'a self,
         size: usize,
