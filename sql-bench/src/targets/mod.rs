@@ -126,7 +126,7 @@ pub trait Target: Marked {
 
     /// Drops fairbench's own table.
     fn drop_kv(&mut self, table: KvTable) -> BoxFuture<'_, Result<(), TargetError>> {
-        Box::pin(async move { self.drop_own(table.name).await })
+        self.drop_own(table.name)
     }
 
     /// Opens `size` worker sessions reading `read` and writing `write`, before any clock starts.
