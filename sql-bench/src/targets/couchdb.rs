@@ -351,10 +351,10 @@ impl CouchTarget {
         }
     }
 
-    /// Deletes the database when it is fairbench's, then creates it empty and marked.
+    /// Deletes the database when it is fairbench's (a foreign one is refused), then creates it
+    /// empty and marked.
     async fn recreate(&mut self, name: &str) -> Result<(), TargetError> {
-        self.ensure_ours_or_absent(name).await?;
-        self.drop_own(name).await?;
+        self.make_room(name).await?;
         let db = database(name);
         self.expect(Method::PUT, &db, None).await?;
         self.expect(

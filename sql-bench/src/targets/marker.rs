@@ -31,8 +31,20 @@ pub trait Marked: Identified + Send {
     ) -> BoxFuture<'a, Result<(), TargetError>> {
         Box::pin(async move {
             match self.ownership(name).await? {
-                Some(false) => Err(self.identity().foreign(self.object(name))),
+                Some(false) => Err(foreign(self, name)),
                 _ => Ok(()),
+            }
+        })
+    }
+
+    /// Makes room for fairbench's object `name`, reading the marker once: refuses an object
+    /// of that name without it ([`TargetError::Foreign`]) and drops one that carries it.
+    fn make_room<'a>(&'a mut self, name: &'a str) -> BoxFuture<'a, Result<(), TargetError>> {
+        Box::pin(async move {
+            match self.ownership(name).await? {
+                Some(false) => Err(foreign(self, name)),
+                Some(true) => self.drop_marked(name).await,
+                None => Ok(()),
             }
         })
     }
@@ -47,6 +59,11 @@ pub trait Marked: Identified + Send {
             Ok(())
         })
     }
+}
+
+/// The refusal of `name`, an object without fairbench's marker.
+fn foreign<M: Marked + ?Sized>(engine: &M, name: &str) -> TargetError {
+    engine.identity().foreign(engine.object(name))
 }
 
 #[cfg(test)]
@@ -124,6 +141,22 @@ mod tests {
             "{error}"
         );
         assert!(ours && absent);
+    }
+
+    #[test]
+    fn making_room_refuses_a_foreign_object_and_drops_only_fairbenchs() {
+        let mut engine = objects();
+        let (theirs, ours, absent) = block_on(async {
+            (
+                engine.make_room("theirs").await,
+                engine.make_room("ours").await.is_ok(),
+                engine.make_room("absent").await.is_ok(),
+            )
+        });
+        let error = theirs.unwrap_err().to_string();
+        assert!(error.contains("table theirs"), "{error}");
+        assert!(ours && absent);
+        assert_eq!(engine.dropped, ["ours"]);
     }
 
     fn block_on<T>(work: impl std::future::Future<Output = T>) -> T {
