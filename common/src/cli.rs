@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::compare::CompareArgs;
 use crate::exit::Exit;
@@ -229,17 +231,18 @@ pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Comman
     command.after_help(text)
 }
 
-/// The whole `main` of a tool: its benchmark (`run`, ended by [`crate::run::exit`]) or a
-/// tooling subcommand rendered with `report` and ended by [`exit`]; `examples` end `--help`.
+/// The whole `main` of a tool: its benchmark (`run`, stopped by Ctrl-C and ended by
+/// [`crate::run::exit`]) or a tooling subcommand rendered with `report` and ended by [`exit`];
+/// `examples` end `--help`.
 pub fn main<P: clap::Parser>(
     examples: &str,
-    run: impl FnOnce(P) -> anyhow::Result<crate::run::Summary>,
+    run: impl FnOnce(P, Option<Arc<AtomicBool>>) -> anyhow::Result<crate::run::Summary>,
     report: &dyn ToolReport,
 ) -> ExitCode {
     let command = with_run_examples(command_with_tooling::<P>(), examples);
     let name = command.get_name().to_owned();
     match parse_invocation::<P, _, _>(command, std::env::args_os()).unwrap_or_else(|e| e.exit()) {
-        Invocation::Run(opts) => crate::run::exit(run(opts)),
+        Invocation::Run(opts) => crate::run::exit(run(opts, None)),
         Invocation::Tooling(tooling) => exit(run_tooling(&tooling, &name, report)),
     }
 }

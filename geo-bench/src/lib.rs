@@ -29,16 +29,10 @@ pub const EXAMPLES: &str = "Examples:
   geo-bench --target sqlite --target postgres://fairbench@127.0.0.1:5432/geo --workloads insert
       the insert curve on SQLite and PostGIS, interleaved in one measurement round";
 
-/// Runs geo-bench on a runtime of its own; Ctrl-C stops it cleanly.
-pub fn run(opts: Opts) -> anyhow::Result<Summary> {
-    common::run::block_on("geo-bench", None, move |i| async move {
-        run::run(&opts, i).await
-    })
-}
-
-/// As [`run`], with the interrupt flag supplied by the caller instead of Ctrl-C.
-pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::run::block_on("geo-bench", Some(interrupt), move |i| async move {
+/// Runs geo-bench on a runtime of its own. Ctrl-C stops it cleanly, or `interrupt` when the caller
+/// supplies one.
+pub fn run(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
+    common::run::block_on("geo-bench", interrupt, move |i| async move {
         run::run(&opts, i).await
     })
 }

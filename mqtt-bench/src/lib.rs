@@ -43,12 +43,8 @@ fn refuse_workers(args: &[String]) -> Result<(), String> {
     common::export::check_worker_args("mqtt-bench", args, run::check)
 }
 
-/// Runs the scenarios on a runtime of its own; Ctrl-C stops it cleanly.
-pub fn run(opts: Opts) -> anyhow::Result<Summary> {
-    common::run::block_on("mqtt-bench", None, move |i| run::run(opts, i))
-}
-
-/// As [`run`], with the interrupt flag supplied by the caller instead of Ctrl-C.
-pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::run::block_on("mqtt-bench", Some(interrupt), move |i| run::run(opts, i))
+/// Runs the scenarios on a runtime of its own. Ctrl-C stops it cleanly, or `interrupt` when the caller
+/// supplies one.
+pub fn run(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
+    common::run::block_on("mqtt-bench", interrupt, move |i| run::run(opts, i))
 }

@@ -44,16 +44,10 @@ fn refuse_workers(args: &[String]) -> Result<(), String> {
     common::export::check_worker_args("search-bench", args, |opts: Opts| run::check(&opts))
 }
 
-/// Runs the suite on a runtime of its own; Ctrl-C stops it cleanly.
-pub fn run(opts: Opts) -> anyhow::Result<Summary> {
-    common::run::block_on("search-bench", None, move |i| async move {
-        run::run(&opts, i).await
-    })
-}
-
-/// As [`run`], with the interrupt flag supplied by the caller instead of Ctrl-C.
-pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::run::block_on("search-bench", Some(interrupt), move |i| async move {
+/// Runs the suite on a runtime of its own. Ctrl-C stops it cleanly, or `interrupt` when the caller
+/// supplies one.
+pub fn run(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
+    common::run::block_on("search-bench", interrupt, move |i| async move {
         run::run(&opts, i).await
     })
 }

@@ -68,16 +68,10 @@ pub fn command() -> clap::Command {
         .mut_subcommand("app", |c| c.after_help(APP_EXAMPLES))
 }
 
-/// Runs the chosen suite on a runtime of its own; Ctrl-C stops it cleanly.
-pub fn run(opts: Opts) -> anyhow::Result<Summary> {
-    common::run::block_on("sql-bench", None, move |i| async move {
-        run::run(&opts, i).await
-    })
-}
-
-/// As [`run`], with the interrupt flag supplied by the caller instead of Ctrl-C.
-pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    common::run::block_on("sql-bench", Some(interrupt), move |i| async move {
+/// Runs the chosen suite on a runtime of its own. Ctrl-C stops it cleanly, or `interrupt` when the caller
+/// supplies one.
+pub fn run(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
+    common::run::block_on("sql-bench", interrupt, move |i| async move {
         run::run(&opts, i).await
     })
 }

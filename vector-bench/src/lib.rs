@@ -49,17 +49,9 @@ fn refuse_workers(args: &[String]) -> Result<(), String> {
     })
 }
 
-/// Runs vector-bench on a runtime of its own; Ctrl-C stops it cleanly.
-pub fn run(opts: Opts) -> anyhow::Result<Summary> {
-    on_runtime(opts, None)
-}
-
-/// As [`run`], with the interrupt flag supplied by the caller instead of Ctrl-C.
-pub fn run_with_interrupt(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summary> {
-    on_runtime(opts, Some(interrupt))
-}
-
-fn on_runtime(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
+/// Runs vector-bench on a runtime of its own. Ctrl-C stops it cleanly, or `interrupt` when the caller
+/// supplies one.
+pub fn run(opts: Opts, interrupt: Option<Arc<AtomicBool>>) -> anyhow::Result<Summary> {
     common::run::block_on("vector-bench", interrupt, move |i| async move {
         run::run(&opts, i).await
     })

@@ -83,8 +83,8 @@ pub fn server_urls<const N: usize>(variables: [&str; N]) -> Option<[String; N]> 
     Some(urls.map(|url| url.expect("every URL is set")))
 }
 
-/// Parses `TOOL ARGS…` as the tool's options `O` and runs them with `run` (the tool's
-/// `run_with_interrupt`), under `interrupt`.
+/// Parses `TOOL ARGS…` as the tool's options `O` and runs them with `run` (the tool's `run`),
+/// under `interrupt`.
 pub fn run_args<O: clap::Parser>(
     tool: &str,
     args: &[&str],
@@ -112,12 +112,9 @@ macro_rules! in_process_runs {
             args: &[&str],
             interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
         ) -> anyhow::Result<$crate::run::Summary> {
-            $crate::testing::run_args::<$krate::Opts>(
-                $tool,
-                args,
-                interrupt,
-                $krate::run_with_interrupt,
-            )
+            $crate::testing::run_args::<$krate::Opts>($tool, args, interrupt, |opts, interrupt| {
+                $krate::run(opts, Some(interrupt))
+            })
         }
     };
 }
