@@ -116,6 +116,42 @@ impl<S: Send + 'static> Pool<S> {
     }
 }
 
+/// Declares a tool's two worker openers over [`Held`], for the tool's workers trait `$workers`
+/// (implemented for `Held<S, K>`): `async_workers::<S: $session>` drives each session on a task,
+/// `blocking_workers::<S: $blocking_session>` on a thread. Each opens `size` sessions before
+/// anything is measured and hands them back as a `dyn $workers`. In a tool's `session.rs`:
+/// `common::worker_openers!(GeoWorkers, GeoSession, BlockingGeoSession);`.
+#[macro_export]
+macro_rules! worker_openers {
+    ($workers:ident, $session:ident, $blocking_session:ident) => {
+        /// Opens `size` workers for a client whose sessions are async (one task each when
+        /// measured).
+        pub fn async_workers<S: $session>(
+            size: usize,
+            connect: $crate::pool::Connector<S>,
+        ) -> $crate::pool::Opened<dyn $workers> {
+            $crate::pool::Held::<S, $crate::pool::AsyncSessions>::open_boxed(
+                size,
+                connect,
+                |held| Box::new(held),
+            )
+        }
+
+        /// Opens `size` workers for a client whose sessions block (one thread each when
+        /// measured).
+        pub fn blocking_workers<S: $blocking_session>(
+            size: usize,
+            connect: $crate::pool::Connector<S>,
+        ) -> $crate::pool::Opened<dyn $workers> {
+            $crate::pool::Held::<S, $crate::pool::BlockingSessions>::open_boxed(
+                size,
+                connect,
+                |held| Box::new(held),
+            )
+        }
+    };
+}
+
 /// A system's sessions held for its timed windows, with the connector that opens one more
 /// (a single-session pass, a reopened session). `K` is [`AsyncSessions`] or
 /// [`BlockingSessions`]: it keeps a tool's two implementations of its workers trait apart, one
@@ -176,7 +212,8 @@ impl<S: Send + 'static, K> Held<S, K> {
     }
 
     /// Opens `size` sessions as a tool's workers: `boxed` makes the held sessions the tool's
-    /// workers trait object (`|held| Box::new(held)`).
+    /// workers trait object (`|held| Box::new(held)`; [`worker_openers!`](crate::worker_openers)
+    /// declares both kinds' openers).
     pub fn open_boxed<W: ?Sized + 'static>(
         size: usize,
         connect: Connector<S>,

@@ -7,9 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{
-    AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened, Settle,
-};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Settle};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 
@@ -285,18 +283,7 @@ pub trait GeoWorkers: Send {
     ) -> BoxFuture<'a, Result<Vec<Vec<u128>>, String>>;
 }
 
-/// Opens `size` async sessions (one task each when measured).
-pub fn async_workers<S: GeoSession>(size: usize, connect: Connector<S>) -> Opened<dyn GeoWorkers> {
-    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
-
-/// Opens `size` blocking sessions (one thread each when measured).
-pub fn blocking_workers<S: BlockingGeoSession>(
-    size: usize,
-    connect: Connector<S>,
-) -> Opened<dyn GeoWorkers> {
-    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
+common::worker_openers!(GeoWorkers, GeoSession, BlockingGeoSession);
 
 fn render(message: impl std::fmt::Display, query: &Query) -> String {
     format!("{}: {message}", crate::oracle::describe(query))

@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::driver::{BlockingOperation, OpError, Operation};
-use common::pool::{
-    AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened, Settle,
-};
+use common::pool::{BoxFuture, Connector, Drive, Held, Settle};
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
 use rand::RngExt;
@@ -288,18 +286,7 @@ pub trait KvWorkers: Send {
     ) -> BoxFuture<'a, Result<KvWindow, String>>;
 }
 
-/// Opens `size` workers for a client whose sessions are async (one task each).
-pub fn async_workers<S: KvSession>(size: usize, connect: Connector<S>) -> Opened<dyn KvWorkers> {
-    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
-
-/// Opens `size` workers for a client whose sessions block (one thread each).
-pub fn blocking_workers<S: BlockingKvSession>(
-    size: usize,
-    connect: Connector<S>,
-) -> Opened<dyn KvWorkers> {
-    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
+common::worker_openers!(KvWorkers, KvSession, BlockingKvSession);
 
 impl<S: Send + 'static, K: Drive<CrudOp<S>>> KvWorkers for Held<S, K> {
     fn run_window<'a>(

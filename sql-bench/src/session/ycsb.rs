@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::cputime::process_cpu_ns;
 use common::driver::{CANCEL_WAIT, OpError};
 use common::lanes::Lanes;
-use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held, Opened};
+use common::pool::{AsyncSessions, BlockingSessions, BoxFuture, Connector, Drive, Held};
 use common::recorder::Recorder;
 use common::watchdog::Interrupt;
 use common::window::{WindowOutcome, WindowPlan};
@@ -199,21 +199,7 @@ pub trait YcsbWorkers: Send {
     ) -> BoxFuture<'a, Result<WindowOutcome, String>>;
 }
 
-/// Workers for a client whose sessions are async (one task each, on its lane).
-pub fn async_workers<S: YcsbSession>(
-    size: usize,
-    connect: Connector<S>,
-) -> Opened<dyn YcsbWorkers> {
-    Held::<S, AsyncSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
-
-/// Workers for a client whose sessions block (one thread each).
-pub fn blocking_workers<S: BlockingYcsbSession>(
-    size: usize,
-    connect: Connector<S>,
-) -> Opened<dyn YcsbWorkers> {
-    Held::<S, BlockingSessions>::open_boxed(size, connect, |held| Box::new(held))
-}
+common::worker_openers!(YcsbWorkers, YcsbSession, BlockingYcsbSession);
 
 impl<S: Send + 'static, K: Drive<YcsbOp<S>> + Load<S>> YcsbWorkers for Held<S, K> {
     fn run_window<'a>(
