@@ -44,11 +44,7 @@ fn workers(
 }
 
 fn cell<'a>(report: &'a Report, workload: &str) -> &'a common::results::Cell {
-    report
-        .cells
-        .iter()
-        .find(|c| c.workload == workload)
-        .unwrap()
+    common::testing::cell(report, workload, "redis-volatile")
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod support;
 
 use common::results::Status;
+use common::testing::cell;
 use sql_bench::suites::app::COLLECTION;
 use support::*;
 
@@ -105,11 +106,7 @@ fn pouchdb_server_answers_the_app_like_sqlite_and_refuses_an_unindexed_sort() {
             _ => assert_eq!(cell.status, Status::Ok, "{cell:?}"),
         }
     }
-    let count = report
-        .cells
-        .iter()
-        .find(|c| c.workload == "count" && c.system == "pouchdb-server")
-        .unwrap();
+    let count = cell(report, "count", "pouchdb-server");
     assert!(
         count.extra["answered_by"][0]
             .as_str()

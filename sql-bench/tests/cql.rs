@@ -7,7 +7,7 @@
 mod support;
 
 use common::results::{Location, Status};
-use common::testing::{assert_all_ok, assert_verified};
+use common::testing::{assert_all_ok, assert_verified, cell};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use sql_bench::suites::app::COLLECTION;
@@ -91,13 +91,8 @@ fn cassandra_answers_every_app_scenario_and_says_how() {
     let cassandra = &report.systems[0];
     assert_declared_indexes(cassandra);
     let how = |scenario: &str| {
-        report
-            .cells
-            .iter()
-            .find(|c| c.workload == scenario && c.system == "cassandra")
-            .and_then(|c| c.extra.get("answered_by"))
-            .map(|v| v.to_string())
-            .unwrap_or_default()
+        let answered_by = cell(report, scenario, "cassandra").extra.get("answered_by");
+        answered_by.map(|v| v.to_string()).unwrap_or_default()
     };
     assert!(
         how("first-page").contains("sorted page: paged through"),
@@ -134,12 +129,7 @@ fn a_paged_count_gives_the_same_exact_answer() {
         &["--target", &paged, "--scenarios", "count,load-all"],
     ))
     .unwrap();
-    let count = summary
-        .report
-        .cells
-        .iter()
-        .find(|c| c.workload == "count")
-        .unwrap();
+    let count = cell(&summary.report, "count", "cassandra");
     assert_eq!(count.status, Status::Ok, "{count:?}");
     assert!(
         count.extra["answered_by"][0]

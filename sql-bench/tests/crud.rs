@@ -7,17 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::results::{Location, Report, Status};
-use common::testing::{assert_all_ok, system_names};
+use common::results::{Location, Status};
+use common::testing::{assert_all_ok, cell, system_names};
 use support::*;
-
-fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a common::results::Cell {
-    report
-        .cells
-        .iter()
-        .find(|c| c.workload == workload && c.system == system)
-        .unwrap_or_else(|| panic!("no cell {workload} × {system}"))
-}
 
 #[test]
 fn the_embedded_default_measures_every_workload_and_writes_a_results_folder() {

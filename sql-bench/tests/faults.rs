@@ -6,6 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use common::results::Status;
+use common::testing::cell;
 use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
@@ -45,12 +46,9 @@ fn a_server_that_loses_writes_or_changes_data_gets_invalid_cells_not_figures() {
         assert!(cell.usable_throughput().is_none());
     }
     let reason = |workload: &str| {
-        summary
-            .report
-            .cells
-            .iter()
-            .find(|c| c.workload == workload)
-            .and_then(|c| c.reason.clone())
+        cell(&summary.report, workload, "liar")
+            .reason
+            .clone()
             .unwrap()
     };
     assert!(

@@ -10,6 +10,7 @@
 mod support;
 
 use common::results::{Cell, Report, Status};
+use common::testing::cell;
 use common::testing::scratch::{Scratch, on_create};
 use support::*;
 
@@ -26,10 +27,6 @@ fn small<'a>(output: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
     }
     own.extend_from_slice(extra);
     args("ycsb", output, &own)
-}
-
-fn cell<'a>(report: &'a Report, workload: &str, system: &str) -> &'a Cell {
-    common::testing::cell(report, workload, system)
 }
 
 /// Every operation's measured share lies within ±2 points of its definition (or, for a run

@@ -379,6 +379,7 @@ mod tests {
     use super::*;
     use crate::export::SharedReport;
     use crate::results::Status;
+    use crate::testing::refusal;
     use clap::Parser;
 
     #[derive(Parser, Serialize)]
@@ -458,10 +459,12 @@ mod tests {
             "--password-file",
             &file,
         ]);
-        let error = Lifecycle::start(TOOL, &cli.common, &cli, Arc::new(AtomicBool::new(false)))
-            .err()
-            .expect("refused")
-            .to_string();
+        let error = refusal(Lifecycle::start(
+            TOOL,
+            &cli.common,
+            &cli,
+            Arc::new(AtomicBool::new(false)),
+        ));
         assert!(
             error.starts_with(&format!("--password-file {file}: cannot read it")),
             "{error}"

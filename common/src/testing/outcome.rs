@@ -26,12 +26,18 @@ pub fn system_names(report: &Report) -> Vec<&str> {
     report.systems.iter().map(|s| s.name.as_str()).collect()
 }
 
+/// The message of a call that must be refused (its outermost error alone); panics when the
+/// call was accepted.
+pub fn refusal<T, E: std::fmt::Display>(result: Result<T, E>) -> String {
+    match result {
+        Ok(_) => panic!("accepted, not refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// The error of a run that must be refused: it is one line, and `out` was not made.
 pub fn assert_refused<T>(ran: anyhow::Result<T>, out: &Path) -> String {
-    let error = match ran {
-        Ok(_) => panic!("measured, not refused"),
-        Err(e) => e.to_string(),
-    };
+    let error = refusal(ran);
     assert!(!error.contains('\n'), "one line: {error}");
     assert!(!out.exists(), "nothing made for a refused run");
     error

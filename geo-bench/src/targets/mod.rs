@@ -99,15 +99,12 @@ pub async fn open(spec: &TargetSpec, reach: &Reach) -> Result<Box<dyn Target>, T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::testing::refusal;
 
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("mongodb://127.0.0.1:27017").unwrap();
-        let error = open(&spec, &Reach::default())
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        let error = refusal(open(&spec, &Reach::default()).await);
         assert!(error.contains("unknown scheme `mongodb`"), "{error}");
         assert!(error.contains("redis[s]://"), "{error}");
     }

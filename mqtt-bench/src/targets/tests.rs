@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
+use common::testing::refusal;
 
 pub fn client() -> Client {
     Client {
@@ -69,21 +70,13 @@ async fn what_a_broker_publishes_or_runs_as_names_its_kind() {
 #[tokio::test]
 async fn unknown_schemes_and_remote_processes_are_refused_before_any_connection() {
     let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-    let error = open(&spec, None, &client(), &Reach::default())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let error = refusal(open(&spec, None, &client(), &Reach::default()).await);
     assert!(error.contains("unknown scheme `redis`"), "{error}");
     assert!(error.contains("mqtt://"), "{error}");
     // A broker on another host is reached (no connection is tried here: its PID cannot be
     // read from this machine, which is refused first).
     let spec = TargetSpec::parse("mqtt://10.1.2.3:1883").unwrap();
     let pid = ServerPid::parse("1").unwrap();
-    let error = open(&spec, Some(&pid), &client(), &Reach::default())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let error = refusal(open(&spec, Some(&pid), &client(), &Reach::default()).await);
     assert!(error.contains("is on another host"), "{error}");
 }

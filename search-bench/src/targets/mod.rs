@@ -148,6 +148,7 @@ pub fn foreign(identity: &Identity, object: &str) -> TargetError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::testing::refusal;
 
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
@@ -156,11 +157,7 @@ mod tests {
             name: "x".into(),
             request_cache: true,
         };
-        let error = open(&spec, &index, &Reach::default())
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        let error = refusal(open(&spec, &index, &Reach::default()).await);
         assert!(error.contains("unknown scheme `solr`"), "{error}");
         assert!(
             error.ends_with("use tantivy[:DIR] or http[s]://HOST:PORT (Elasticsearch, OpenSearch)"),

@@ -199,6 +199,7 @@ pub fn split_authority(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::testing::refusal;
 
     #[test]
     fn authorities_give_credentials_and_a_port() {
@@ -213,11 +214,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, &Reach::default())
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        let error = refusal(open(&spec, &Reach::default()).await);
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("postgres://"), "{error}");
     }

@@ -276,15 +276,12 @@ fn open_qdrant_edge(
 mod tests {
     use super::*;
     use common::results::Location;
+    use common::testing::refusal;
 
     #[tokio::test]
     async fn unknown_schemes_are_refused_with_the_choices() {
         let spec = TargetSpec::parse("redis://127.0.0.1:6379").unwrap();
-        let error = open(&spec, &Reach::local(&std::env::temp_dir()), Bounds::NONE)
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        let error = refusal(open(&spec, &Reach::local(&std::env::temp_dir()), Bounds::NONE).await);
         assert!(error.contains("unknown scheme `redis`"), "{error}");
         assert!(error.contains("chroma://"), "{error}");
         // Every choice the refusal names is one this function opens (nothing there to reach).

@@ -3,7 +3,7 @@
 //! one that leaves) a clear error on every worker.
 
 use super::*;
-use crate::testing::free_port;
+use crate::testing::{free_port, refusal};
 
 fn hello(index: u32, count: u32) -> Hello {
     Hello {
@@ -115,15 +115,11 @@ fn a_worker_that_never_arrives_is_one_clear_error_on_every_worker() {
 #[test]
 fn a_worker_alone_without_worker_0_gives_up_at_the_timeout() {
     let address = format!("127.0.0.1:{}", free_port());
-    let error = runtime()
-        .block_on(Barrier::join(
-            &address,
-            hello(1, 2),
-            Duration::from_millis(500),
-        ))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = refusal(runtime().block_on(Barrier::join(
+        &address,
+        hello(1, 2),
+        Duration::from_millis(500),
+    )));
     assert!(
         error.contains("worker 1 could not join worker 0 within"),
         "{error}"
