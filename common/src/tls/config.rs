@@ -7,7 +7,7 @@ use rustls::{ClientConfig, RootCertStore};
 
 use super::error::TlsError;
 use super::mode::Verify;
-use super::verifier::{ChainOnly, InsecureSkipVerify};
+use super::verifier::LaxVerifier;
 
 /// A client configuration that checks the server as `verify` says against `roots` (unused for
 /// [`Verify::Nothing`]); TLS 1.2 and 1.3, rustls's safe defaults, no client certificate, no
@@ -25,11 +25,14 @@ pub fn client_config(verify: Verify, roots: RootCertStore) -> Result<ClientConfi
         Verify::Full => builder.with_root_certificates(roots).with_no_client_auth(),
         Verify::Chain => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly::new(Arc::new(roots), provider)))
+            .with_custom_certificate_verifier(Arc::new(LaxVerifier::chain_only(
+                Arc::new(roots),
+                provider,
+            )))
             .with_no_client_auth(),
         Verify::Nothing => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(InsecureSkipVerify::new(provider)))
+            .with_custom_certificate_verifier(Arc::new(LaxVerifier::insecure_skip_verify(provider)))
             .with_no_client_auth(),
     })
 }

@@ -35,7 +35,7 @@ pub use probe::{
 };
 pub use record::{TLS_CA, TLS_CIPHER, TLS_HANDSHAKE_MS, TLS_VERIFICATION, TLS_VERSION, record};
 pub use settings::{CA_PARAMS, Endpoint, INSECURE_LABEL, MODE_PARAMS, TlsSettings, strip_params};
-pub use verifier::{ChainOnly, InsecureSkipVerify};
+pub use verifier::LaxVerifier;
 
 /// The TLS crates, re-exported so a tool that holds its own stream (the RESP and MQTT clients)
 /// needs no dependency of its own and cannot pick another version.
