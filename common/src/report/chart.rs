@@ -1,5 +1,6 @@
-//! What every SVG chart shares: the palette (one colour per system, in report order), text
-//! escaping, the frame (the `<svg>` element and its title) and log-scale decades.
+//! What every SVG chart shares: the palette (one colour per system, in report order), the
+//! workloads and the panels drawn of them (with the systems the legend names), text escaping,
+//! the frame (the `<svg>` element and its title) and log-scale decades.
 
 use std::fmt::Write as _;
 
@@ -25,6 +26,46 @@ pub fn system_color(report: &Report, system: &str) -> &'static str {
             .position(|s| s.name == system)
             .unwrap_or(0),
     )
+}
+
+/// Workloads in the order they were first measured.
+pub fn workloads(report: &Report) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for cell in &report.cells {
+        if !seen.contains(&cell.workload) {
+            seen.push(cell.workload.clone());
+        }
+    }
+    seen
+}
+
+/// A chart's panels: one per workload with something to draw (`draw` of it not empty), in the
+/// report's order, and the report's systems that appear in some panel (`system` of what is
+/// drawn), in the report's order too, for the legend.
+pub fn panels<T>(
+    report: &Report,
+    draw: impl Fn(&str) -> Vec<T>,
+    system: impl Fn(&T) -> &str,
+) -> (Vec<(String, Vec<T>)>, Vec<&str>) {
+    let panels: Vec<(String, Vec<T>)> = workloads(report)
+        .into_iter()
+        .map(|w| {
+            let drawn = draw(&w);
+            (w, drawn)
+        })
+        .filter(|(_, drawn)| !drawn.is_empty())
+        .collect();
+    let systems = report
+        .systems
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|name| {
+            panels
+                .iter()
+                .any(|(_, drawn)| drawn.iter().any(|d| system(d) == *name))
+        })
+        .collect();
+    (panels, systems)
 }
 
 /// Text safe inside an SVG or HTML element or attribute.
@@ -94,5 +135,29 @@ mod tests {
         close(&mut svg);
         assert!(svg.contains("x &amp; y") && svg.ends_with("</svg>\n"));
         assert_eq!(color(9), PALETTE[1]);
+    }
+
+    #[test]
+    fn a_chart_has_a_panel_per_workload_with_something_drawn_and_a_legend_of_who_is_in_one() {
+        use crate::testing::{synthetic_cell, synthetic_report, synthetic_system};
+        let mut report = synthetic_report("t", "s", "x", serde_json::Value::Null);
+        report.systems = ["a", "b", "c"].map(synthetic_system).to_vec();
+        for (workload, system) in [("w1", "b"), ("w1", "a"), ("w2", "b"), ("w3", "c")] {
+            let cell = synthetic_cell((workload, system, "ops/s"), 1, &[1.0], [1; 5], 1.0);
+            report.cells.push(cell);
+        }
+        // Only a's and c's w1 and w3 cells have something to draw (b's failed, say).
+        let drawn = |workload: &str| -> Vec<String> {
+            report
+                .cells
+                .iter()
+                .filter(|c| c.workload == workload && c.system != "b")
+                .map(|c| c.system.clone())
+                .collect()
+        };
+        let (panels, systems) = panels(&report, drawn, |system| system);
+        let workloads: Vec<&str> = panels.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(workloads, ["w1", "w3"]);
+        assert_eq!(systems, ["a", "c"], "b is in no panel; the report's order");
     }
 }

@@ -27,17 +27,6 @@ pub fn judge(report: &Report) -> Judgement {
     verdict::judge_report(report, verdict::threshold_of(report))
 }
 
-/// Workloads in the order they were first measured.
-fn workloads(report: &Report) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for cell in &report.cells {
-        if !seen.contains(&cell.workload) {
-            seen.push(cell.workload.clone());
-        }
-    }
-    seen
-}
-
 fn find<'a>(report: &'a Report, workload: &str, system: &str) -> Option<&'a Cell> {
     report
         .cells
@@ -64,7 +53,7 @@ pub fn grid(report: &Report, title: &str, figure: impl Fn(&Cell) -> String) -> T
     let mut header = vec!["workload".to_owned()];
     header.extend(report.systems.iter().map(|s| column(report, &s.name)));
     let rows =
-        workloads(report)
+        chart::workloads(report)
             .into_iter()
             .map(|workload| {
                 let mut row = vec![workload.clone()];

@@ -51,27 +51,10 @@ fn nines(q: f64) -> f64 {
 
 /// The spectrum chart, or `None` when no cell has a histogram.
 pub fn render_spectrum(report: &Report) -> Option<String> {
-    let panels: Vec<(String, Vec<Line>)> = super::workloads(report)
-        .into_iter()
-        .map(|w| {
-            let lines = lines(report, &w);
-            (w, lines)
-        })
-        .filter(|(_, lines)| !lines.is_empty())
-        .collect();
+    let (panels, systems) = chart::panels(report, |w| lines(report, w), |l| &l.cell.system);
     if panels.is_empty() {
         return None;
     }
-    let systems: Vec<&str> = report
-        .systems
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|name| {
-            panels
-                .iter()
-                .any(|(_, lines)| lines.iter().any(|l| l.cell.system == *name))
-        })
-        .collect();
     let rows = panels.len().div_ceil(2);
     let height = TOP + PANEL_H * rows as f64;
     let mut svg = String::new();

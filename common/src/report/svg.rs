@@ -49,7 +49,7 @@ pub fn render_throughput(report: &Report) -> Option<String> {
     if systems.is_empty() {
         return None;
     }
-    let workloads = super::workloads(report);
+    let workloads = chart::workloads(report);
     let panel_h = PANEL_HEAD + ROW_H * report.systems.len() as f64 + PANEL_GAP;
     let height = 56.0 + panel_h * workloads.len() as f64;
     let mut svg = String::new();

@@ -54,23 +54,10 @@ fn series<'a>(report: &'a Report, workload: &str) -> Vec<Series<'a>> {
 
 /// The latency-over-time chart, or `None` when no cell was measured per second.
 pub fn render_timeline(report: &Report) -> Option<String> {
-    let panels: Vec<(String, Vec<Series>)> = super::workloads(report)
-        .into_iter()
-        .map(|w| {
-            let s = series(report, &w);
-            (w, s)
-        })
-        .filter(|(_, s)| !s.is_empty())
-        .collect();
+    let (panels, systems) = chart::panels(report, |w| series(report, w), |s| s.system);
     if panels.is_empty() {
         return None;
     }
-    let systems: Vec<&str> = report
-        .systems
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|n| panels.iter().any(|(_, s)| s.iter().any(|x| x.system == *n)))
-        .collect();
     let height = TOP + PANEL_H * panels.len() as f64;
     let mut svg = String::new();
     open_chart(
