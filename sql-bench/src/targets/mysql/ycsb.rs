@@ -15,45 +15,8 @@ use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement, TxOpts, Value};
 use super::{DATABASE, Killer, MARKER, MysqlTarget, connect, my_op_error, physical};
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::Marked;
-use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
+use crate::targets::ycsb::{KEY_LENGTH, YcsbSql, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
-
-#[derive(Debug, Clone)]
-struct Sql {
-    name: String,
-    fields: String,
-    read: String,
-    updates: Vec<String>,
-    insert: String,
-    scan: String,
-    lock: String,
-    delete: String,
-}
-
-impl Sql {
-    fn of(table: &YcsbTable) -> Sql {
-        let name = physical(table.name);
-        let fields = table.field_list();
-        let n = table.shape.fields;
-        Sql {
-            read: format!("SELECT {fields} FROM {name} WHERE ycsb_key = ?"),
-            updates: (0..n)
-                .map(|i| format!("UPDATE {name} SET field{i} = ? WHERE ycsb_key = ?"))
-                .collect(),
-            insert: format!(
-                "INSERT INTO {name} (ycsb_key, {fields}) VALUES ({})",
-                vec!["?"; n + 1].join(", ")
-            ),
-            scan: format!(
-                "SELECT {fields} FROM {name} WHERE ycsb_key >= ? ORDER BY ycsb_key LIMIT ?"
-            ),
-            lock: format!("SELECT {fields} FROM {name} WHERE ycsb_key = ? FOR UPDATE"),
-            delete: format!("DELETE FROM {name} WHERE ycsb_key = ?"),
-            name,
-            fields,
-        }
-    }
-}
 
 impl YcsbTarget for MysqlTarget {
     fn create_table<'a>(
@@ -167,7 +130,7 @@ impl YcsbTarget for MysqlTarget {
             .client_found_rows(true)
             .into();
         let identity = self.identity.clone();
-        let sql = Arc::new(Sql::of(table));
+        let sql = Arc::new(YcsbSql::of(table, physical(table.name), |_| "?".to_owned()));
         let connector: Connector<MyYcsb> = Arc::new(move || {
             let (opts, identity, sql) = (opts.clone(), identity.clone(), sql.clone());
             Box::pin(async move {
@@ -190,7 +153,7 @@ fn text(value: Value) -> String {
 struct MyYcsb {
     conn: Conn,
     killer: Killer,
-    sql: Arc<Sql>,
+    sql: Arc<YcsbSql>,
     read: Statement,
     updates: Vec<Statement>,
     insert: Statement,
@@ -202,7 +165,7 @@ struct MyYcsb {
 impl MyYcsb {
     async fn prepare(
         mut conn: Conn,
-        sql: Arc<Sql>,
+        sql: Arc<YcsbSql>,
         opts: &Opts,
         identity: &Identity,
     ) -> Result<MyYcsb, String> {

@@ -16,47 +16,30 @@ use super::{
 };
 use crate::session::ycsb::{Fetched, Record, YcsbSession, YcsbWorkers, async_workers};
 use crate::targets::Marked;
-use crate::targets::ycsb::{KEY_LENGTH, YcsbTable, YcsbTarget, in_order};
+use crate::targets::ycsb::{KEY_LENGTH, YcsbSql, YcsbTable, YcsbTarget, in_order};
 use crate::targets::{Identity, TargetError};
 
-/// The statements of one table, by the text each is prepared from.
+/// The statements of one table, by the text each is prepared from: YCSB's, and the load of a
+/// batch as one `unnest` of a text array per column.
 #[derive(Debug, Clone)]
 struct Sql {
-    read: String,
-    updates: Vec<String>,
-    insert: String,
-    scan: String,
-    lock: String,
-    delete: String,
+    ycsb: YcsbSql,
     load: String,
 }
 
 impl Sql {
     fn of(table: &YcsbTable) -> Sql {
-        let name = physical(table.name);
-        let fields = table.field_list();
-        let n = table.shape.fields;
-        let placeholders: Vec<String> = (1..=n + 1).map(|i| format!("${i}")).collect();
-        let arrays: Vec<String> = (1..=n + 1).map(|i| format!("${i}::text[]")).collect();
-        Sql {
-            read: format!("SELECT {fields} FROM {name} WHERE ycsb_key = $1"),
-            updates: (0..n)
-                .map(|i| format!("UPDATE {name} SET field{i} = $1 WHERE ycsb_key = $2"))
-                .collect(),
-            insert: format!(
-                "INSERT INTO {name} (ycsb_key, {fields}) VALUES ({})",
-                placeholders.join(", ")
-            ),
-            scan: format!(
-                "SELECT {fields} FROM {name} WHERE ycsb_key >= $1 ORDER BY ycsb_key LIMIT $2"
-            ),
-            lock: format!("SELECT {fields} FROM {name} WHERE ycsb_key = $1 FOR UPDATE"),
-            delete: format!("DELETE FROM {name} WHERE ycsb_key = $1"),
-            load: format!(
-                "INSERT INTO {name} (ycsb_key, {fields}) SELECT * FROM unnest({})",
-                arrays.join(", ")
-            ),
-        }
+        let ycsb = YcsbSql::of(table, physical(table.name), |i| format!("${i}"));
+        let arrays: Vec<String> = (1..=table.shape.fields + 1)
+            .map(|i| format!("${i}::text[]"))
+            .collect();
+        let load = format!(
+            "INSERT INTO {} (ycsb_key, {}) SELECT * FROM unnest({})",
+            ycsb.name,
+            ycsb.fields,
+            arrays.join(", ")
+        );
+        Sql { ycsb, load }
     }
 }
 
@@ -217,17 +200,17 @@ impl PgYcsb {
                     .map_err(|e| identity.query_error(message(&e)).to_string())
             }
         };
-        let mut updates = Vec::with_capacity(sql.updates.len());
-        for text in &sql.updates {
+        let mut updates = Vec::with_capacity(sql.ycsb.updates.len());
+        for text in &sql.ycsb.updates {
             updates.push(prepare(text).await?);
         }
         Ok(PgYcsb {
-            read: prepare(&sql.read).await?,
+            read: prepare(&sql.ycsb.read).await?,
             updates,
-            insert: prepare(&sql.insert).await?,
-            scan: prepare(&sql.scan).await?,
-            lock: prepare(&sql.lock).await?,
-            delete: prepare(&sql.delete).await?,
+            insert: prepare(&sql.ycsb.insert).await?,
+            scan: prepare(&sql.ycsb.scan).await?,
+            lock: prepare(&sql.ycsb.lock).await?,
+            delete: prepare(&sql.ycsb.delete).await?,
             load: prepare(&sql.load).await?,
             canceller: Canceller::of(&client, link),
             client,

@@ -17,40 +17,7 @@ use super::{MARKER_TABLE, SqliteTarget, connect, physical};
 use crate::session::ycsb::{BlockingYcsbSession, Fetched, Record, YcsbWorkers, blocking_workers};
 use crate::targets::Marked;
 use crate::targets::TargetError;
-use crate::targets::ycsb::{YcsbTable, YcsbTarget, in_order};
-
-/// The statements of one table.
-#[derive(Debug, Clone)]
-struct Sql {
-    read: String,
-    updates: Vec<String>,
-    insert: String,
-    scan: String,
-    delete: String,
-}
-
-impl Sql {
-    fn of(table: &YcsbTable) -> Sql {
-        let name = physical(table.name);
-        let fields = table.field_list();
-        let n = table.shape.fields;
-        let placeholders: Vec<String> = (1..=n + 1).map(|i| format!("?{i}")).collect();
-        Sql {
-            read: format!("SELECT {fields} FROM {name} WHERE ycsb_key = ?1"),
-            updates: (0..n)
-                .map(|i| format!("UPDATE {name} SET field{i} = ?1 WHERE ycsb_key = ?2"))
-                .collect(),
-            insert: format!(
-                "INSERT INTO {name} (ycsb_key, {fields}) VALUES ({})",
-                placeholders.join(", ")
-            ),
-            scan: format!(
-                "SELECT {fields} FROM {name} WHERE ycsb_key >= ?1 ORDER BY ycsb_key LIMIT ?2"
-            ),
-            delete: format!("DELETE FROM {name} WHERE ycsb_key = ?1"),
-        }
-    }
-}
+use crate::targets::ycsb::{YcsbSql, YcsbTable, YcsbTarget, in_order};
 
 impl YcsbTarget for SqliteTarget {
     fn create_table<'a>(
@@ -152,7 +119,9 @@ impl YcsbTarget for SqliteTarget {
             self.write_lock.clone(),
             self.identity.clone(),
         );
-        let sql = Arc::new(Sql::of(table));
+        let sql = Arc::new(YcsbSql::of(table, physical(table.name), |i| {
+            format!("?{i}")
+        }));
         let connector: Connector<SqliteYcsb> = Arc::new(move || {
             let (path, lock, identity, sql): (PathBuf, _, _, _) =
                 (path.clone(), lock.clone(), identity.clone(), sql.clone());
@@ -169,7 +138,7 @@ impl YcsbTarget for SqliteTarget {
 struct SqliteYcsb {
     conn: Connection,
     lock: Arc<Mutex<()>>,
-    sql: Arc<Sql>,
+    sql: Arc<YcsbSql>,
 }
 
 fn fetched(row: &Row<'_>, fields: usize) -> rusqlite::Result<Fetched> {
