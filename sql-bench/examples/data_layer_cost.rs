@@ -46,8 +46,8 @@ fn main() -> anyhow::Result<()> {
     let (layered, filtered, bare) = runtime.block_on(async {
         let mut target =
             sql_bench::targets::open(&spec, &sql_bench::targets::Reach::local(dir.path())).await?;
-        target.docs().create_collection(&COLLECTION).await?;
-        let mut session = target.docs().open_doc_session(&COLLECTION).await?;
+        target.create_collection(&COLLECTION).await?;
+        let mut session = target.open_doc_session(&COLLECTION).await?;
         for batch in data.fill_batches(5_000) {
             session
                 .insert_batch(&batch, Instant::now() + Duration::from_secs(60))

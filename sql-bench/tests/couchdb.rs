@@ -125,7 +125,7 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
     };
     block_on(async {
         let mut target = open_app_collection(&url).await;
-        let mut session = target.docs().open_doc_session(&COLLECTION).await.unwrap();
+        let mut session = target.open_doc_session(&COLLECTION).await.unwrap();
         let doc = sql_bench::query::Doc {
             id: "r1".into(),
             json: r#"{"id":"r1","_type":"check","value":2.5}"#.into(),
@@ -152,7 +152,7 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
             "the stored names are back to the application's"
         );
 
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert_eq!(state.rows, 1, "design documents are not records");
         assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
         // Dropping the index's design document drops the index (pouchdb-server answers
@@ -166,9 +166,9 @@ fn underscore_fields_are_stored_renamed_and_a_missing_index_shows_in_the_catalog
         let (status, body) =
             http(reqwest::Method::DELETE, &format!("{ddoc}?rev={rev}"), None).await;
         assert_eq!(status, 200, "{body}");
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert_eq!(state.missing(&COLLECTION), ["_room_id"]);
-        target.docs().drop_collection(&COLLECTION).await.unwrap();
+        target.drop_collection(&COLLECTION).await.unwrap();
     });
 }
 

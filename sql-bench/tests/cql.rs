@@ -171,7 +171,7 @@ fn a_missing_index_shows_in_system_schema_indexes() {
     };
     block_on(async {
         let mut target = open_app_collection(&url).await;
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
         assert_eq!(state.rows, 0);
         cql(
@@ -179,9 +179,9 @@ fn a_missing_index_shows_in_system_schema_indexes() {
             "DROP INDEX fairbench.app_records_valve_id",
         )
         .await;
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert_eq!(state.missing(&COLLECTION), ["_valve_id"]);
-        target.docs().drop_collection(&COLLECTION).await.unwrap();
+        target.drop_collection(&COLLECTION).await.unwrap();
     });
 }
 

@@ -137,7 +137,7 @@ fn a_missing_index_shows_in_the_catalog_fairbench_reads() {
     };
     block_on(async {
         let mut target = open_app_collection(&url).await;
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert!(state.missing(&COLLECTION).is_empty(), "{state:?}");
         client(&url)
             .await
@@ -146,9 +146,9 @@ fn a_missing_index_shows_in_the_catalog_fairbench_reads() {
             .drop_index("app_records__room_id")
             .await
             .unwrap();
-        let state = target.docs().inspect_collection(&COLLECTION).await.unwrap();
+        let state = target.inspect_collection(&COLLECTION).await.unwrap();
         assert_eq!(state.missing(&COLLECTION), ["_room_id"]);
-        target.docs().drop_collection(&COLLECTION).await.unwrap();
+        target.drop_collection(&COLLECTION).await.unwrap();
     });
 }
 

@@ -21,8 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
-    TlsState, location_of_url, op_error, split_authority,
+    Described, Description, Identity, KvTable, Marked, Reach, Target, TargetError, TlsState,
+    location_of_url, op_error, split_authority,
 };
 use crate::durability::Durability;
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -595,10 +595,6 @@ impl Target for CouchTarget {
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
-    }
-
-    fn docs(&mut self) -> &mut dyn DocTarget {
-        self
     }
 }
 

@@ -49,8 +49,9 @@ pub struct KvTable {
     pub value_len: usize,
 }
 
-/// The control path of a system: everything but the measured operations.
-pub trait Target: Marked {
+/// The control path of a system: everything but the measured operations. Every engine serves
+/// the app suite too ([`DocTarget`], its supertrait: a `dyn Target` is a `dyn DocTarget`).
+pub trait Target: DocTarget {
     /// The TLS of its connections; `None` for an embedded system.
     fn tls(&self) -> Option<TlsState> {
         None
@@ -141,9 +142,6 @@ pub trait Target: Marked {
     fn ycsb(&mut self) -> Option<&mut dyn YcsbTarget> {
         None
     }
-
-    /// The app suite's control path of this engine (every engine has one).
-    fn docs(&mut self) -> &mut dyn DocTarget;
 }
 
 /// Where a target lives when nothing else is said: the embedded SQLite database in the results folder.

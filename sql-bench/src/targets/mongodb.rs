@@ -21,8 +21,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
-    TlsState, is_local_host, op_error,
+    Described, Description, Identity, KvTable, Marked, Reach, Target, TargetError, TlsState,
+    is_local_host, op_error,
 };
 use crate::durability::Durability;
 use crate::session::{KvSession, KvWorkers, async_workers};
@@ -518,10 +518,6 @@ impl Target for MongoTarget {
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
-    }
-
-    fn docs(&mut self) -> &mut dyn DocTarget {
-        self
     }
 }
 

@@ -21,8 +21,8 @@ mod tls;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
-    TlsState, location_of_host, op_error,
+    Described, Description, Identity, KvTable, Marked, Reach, Target, TargetError, TlsState,
+    location_of_host, op_error,
 };
 use crate::durability::Durability;
 use crate::replication::ClusterEvidence;
@@ -415,10 +415,6 @@ impl Target for MysqlTarget {
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
-    }
-
-    fn docs(&mut self) -> &mut dyn DocTarget {
-        self
     }
 }
 

@@ -19,8 +19,8 @@ mod docs;
 mod ycsb;
 
 use super::{
-    Described, Description, DocTarget, Identity, KvTable, Marked, Reach, Target, TargetError,
-    TlsState, op_error,
+    Described, Description, Identity, KvTable, Marked, Reach, Target, TargetError, TlsState,
+    op_error,
 };
 use crate::durability::Durability;
 use crate::replication::ClusterEvidence;
@@ -336,10 +336,6 @@ impl Target for PostgresTarget {
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
-    }
-
-    fn docs(&mut self) -> &mut dyn DocTarget {
-        self
     }
 }
 

@@ -18,7 +18,7 @@ use rusqlite::{Connection, params};
 mod docs;
 mod ycsb;
 
-use super::{Described, Description, DocTarget, Identity, KvTable, Marked, Target, TargetError};
+use super::{Described, Description, Identity, KvTable, Marked, Target, TargetError};
 use crate::durability::Durability;
 use crate::session::{BlockingKvSession, KvWorkers, blocking_workers};
 
@@ -293,10 +293,6 @@ impl Target for SqliteTarget {
 
     fn ycsb(&mut self) -> Option<&mut dyn super::YcsbTarget> {
         Some(self)
-    }
-
-    fn docs(&mut self) -> &mut dyn DocTarget {
-        self
     }
 }
 

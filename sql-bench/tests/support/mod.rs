@@ -43,7 +43,7 @@ pub async fn open_app_collection(url: &str) -> Box<dyn sql_bench::targets::Targe
         .describe(sql_bench::durability::Durability::C0)
         .await
         .unwrap();
-    target.docs().create_collection(&COLLECTION).await.unwrap();
+    target.create_collection(&COLLECTION).await.unwrap();
     target
 }
 

@@ -91,7 +91,7 @@ pub async fn round(
     let round = ctx.round;
     let all = ctx.scenarios;
     let name = system.info.name.clone();
-    if let Err(e) = system.target.docs().create_collection(&COLLECTION).await {
+    if let Err(e) = system.target.create_collection(&COLLECTION).await {
         cells.mark_each(
             all,
             index,
@@ -101,7 +101,7 @@ pub async fn round(
         save(run, cells)?;
         return Ok(());
     }
-    let mut session = match system.target.docs().open_doc_session(&COLLECTION).await {
+    let mut session = match system.target.open_doc_session(&COLLECTION).await {
         Ok(session) => session,
         Err(e) => {
             cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
@@ -118,7 +118,7 @@ pub async fn round(
     save(run, cells)?;
     drop(session);
     if !ctx.keep
-        && let Err(e) = system.target.docs().drop_collection(&COLLECTION).await
+        && let Err(e) = system.target.drop_collection(&COLLECTION).await
     {
         run.progress()
             .line(format!("{name}: dropping the collection failed: {e}"));
@@ -137,7 +137,7 @@ async fn measure_filled(
 ) -> anyhow::Result<()> {
     let (round, all) = (ctx.round, ctx.scenarios);
     let name = system.info.name.clone();
-    match system.target.docs().inspect_collection(&COLLECTION).await {
+    match system.target.inspect_collection(&COLLECTION).await {
         Ok(state) => check_catalog(ctx, &state, cells, index),
         Err(e) => cells.mark_each(
             all,
@@ -168,7 +168,7 @@ async fn measure_filled(
         save(run, cells)?;
         if lost {
             // A lost connection is replaced for the scenarios that follow.
-            match system.target.docs().open_doc_session(&COLLECTION).await {
+            match system.target.open_doc_session(&COLLECTION).await {
                 Ok(fresh) => *session = fresh,
                 Err(e) => {
                     cells.mark_each(all, index, Status::Error, &format!("round {round}: {e}"));
@@ -467,7 +467,7 @@ async fn append(
         }
     }
     let expected = opts.rows + opts.append_rows();
-    match system.target.docs().inspect_collection(&COLLECTION).await {
+    match system.target.inspect_collection(&COLLECTION).await {
         Ok(state) if state.rows == expected => {}
         Ok(state) => cells.mark(
             Scenario::Append,

@@ -144,7 +144,7 @@ async fn connect(
             .map(|s| (s.info.name.as_str(), s.refused.as_deref())),
     )?;
     for system in connected.iter_mut().filter(|s| s.refused.is_none()) {
-        system.target.docs().check_collection(&COLLECTION).await?;
+        system.target.check_collection(&COLLECTION).await?;
     }
     Ok(connected)
 }
