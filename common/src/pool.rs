@@ -124,30 +124,24 @@ impl<S: Send + 'static> Pool<S> {
 #[macro_export]
 macro_rules! worker_openers {
     ($workers:ident, $session:ident, $blocking_session:ident) => {
-        /// Opens `size` workers for a client whose sessions are async (one task each when
-        /// measured).
-        pub fn async_workers<S: $session>(
+        $crate::worker_openers!(
+            @one async_workers, $session, AsyncSessions, $workers,
+            "Opens `size` workers for a client whose sessions are async (one task each)."
+        );
+        $crate::worker_openers!(
+            @one blocking_workers, $blocking_session, BlockingSessions, $workers,
+            "Opens `size` workers for a client whose sessions block (one thread each)."
+        );
+    };
+    (@one $name:ident, $session:ident, $kind:ident, $workers:ident, $doc:literal) => {
+        #[doc = $doc]
+        pub fn $name<S: $session>(
             size: usize,
             connect: $crate::pool::Connector<S>,
         ) -> $crate::pool::Opened<dyn $workers> {
-            $crate::pool::Held::<S, $crate::pool::AsyncSessions>::open_boxed(
-                size,
-                connect,
-                |held| Box::new(held),
-            )
-        }
-
-        /// Opens `size` workers for a client whose sessions block (one thread each when
-        /// measured).
-        pub fn blocking_workers<S: $blocking_session>(
-            size: usize,
-            connect: $crate::pool::Connector<S>,
-        ) -> $crate::pool::Opened<dyn $workers> {
-            $crate::pool::Held::<S, $crate::pool::BlockingSessions>::open_boxed(
-                size,
-                connect,
-                |held| Box::new(held),
-            )
+            $crate::pool::Held::<S, $crate::pool::$kind>::open_boxed(size, connect, |held| {
+                Box::new(held)
+            })
         }
     };
 }
