@@ -70,6 +70,8 @@ fn foreign<M: Marked + ?Sized>(engine: &M, name: &str) -> TargetError {
 mod tests {
     use std::collections::BTreeMap;
 
+    use common::testing::block_on;
+
     use super::*;
     use crate::targets::Identity;
 
@@ -157,12 +159,5 @@ mod tests {
         assert!(error.contains("table theirs"), "{error}");
         assert!(ours && absent);
         assert_eq!(engine.dropped, ["ours"]);
-    }
-
-    fn block_on<T>(work: impl std::future::Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(work)
     }
 }
