@@ -36,6 +36,10 @@ parity_venv() {
   "$venv/bin/python" -c "import $import" 2>/dev/null || parity_skip "$venv has no module $import after installing $*"
 }
 
+# Each leg of a parity script is one process of each client, interleaved leg by leg: the
+# legs are the replicates, so fairbench runs as one process per leg (not --forks).
+export FAIRBENCH_FORKS=${FAIRBENCH_FORKS:-1}
+
 # The built binary of a tool: $FAIRBENCH_BIN_DIR/TOOL (default the release build in
 # $CARGO_TARGET_DIR, or ./target). CI points FAIRBENCH_BIN_DIR at its debug build.
 parity_bin() {

@@ -234,7 +234,7 @@ pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Comman
 /// The whole `main` of a tool: its benchmark (`run`, stopped by Ctrl-C and ended by
 /// [`crate::run::exit`]) or a tooling subcommand rendered with `report` and ended by [`exit`];
 /// `examples` end `--help`.
-pub fn main<P: clap::Parser>(
+pub fn main<P: clap::Parser + crate::fork::Forking>(
     examples: &str,
     run: impl FnOnce(P, Option<Arc<AtomicBool>>) -> anyhow::Result<crate::run::Summary>,
     report: &dyn ToolReport,
@@ -242,7 +242,9 @@ pub fn main<P: clap::Parser>(
     let command = with_run_examples(command_with_tooling::<P>(), examples);
     let name = command.get_name().to_owned();
     match parse_invocation::<P, _, _>(command, std::env::args_os()).unwrap_or_else(|e| e.exit()) {
-        Invocation::Run(opts) => crate::run::exit(run(opts, None)),
+        Invocation::Run(opts) => {
+            crate::run::exit(crate::fork::run_or_fork(opts, report, |o| run(o, None)))
+        }
         Invocation::Tooling(tooling) => exit(run_tooling(&tooling, &name, report)),
     }
 }

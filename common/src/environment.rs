@@ -23,6 +23,10 @@ pub struct Environment {
     pub durable_write_floor_ns: Option<u64>,
     pub durable_write_floor_path: Option<String>,
     pub load_gate: Option<LoadGate>,
+    /// The calibration probe at the start and the end of the run (the median over its forks):
+    /// what `compare` holds two runs' machines to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::calibration::Calibration>,
 }
 
 /// What the optional load gate saw before measuring.

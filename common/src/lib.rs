@@ -1,6 +1,7 @@
 //! What every fairbench tool shares: the common options, pacing, recording, the run protocol,
 //! the result model, reports, the environment and seeded data.
 
+pub mod calibration;
 pub mod cli;
 pub mod clock;
 pub mod compare;
@@ -12,6 +13,7 @@ pub mod driver;
 pub mod environment;
 pub mod exit;
 pub mod export;
+pub mod fork;
 pub mod histogram;
 #[cfg(feature = "http")]
 pub mod http;

@@ -35,7 +35,7 @@ pub struct CommonOpts {
     pub warmup: u32,
 
     /// Measured windows per workload and system, interleaved across systems.
-    #[arg(long, default_value = "5", value_parser = positive_u32)]
+    #[arg(long, default_value = "2", value_parser = positive_u32)]
     pub rounds: u32,
 
     /// Concurrent connections (workers) for the concurrent workloads.
@@ -113,6 +113,21 @@ pub struct CommonOpts {
     #[serde(default = "one_worker")]
     pub worker_count: u32,
 
+    /// Fresh processes of the tool each cell is measured in (JMH's forks): the run is done
+    /// N times, one process after another (systems in alternating order across forks), and
+    /// every interval and verdict is computed over the forks' own figures, not over rounds
+    /// of one process. One fork (`--forks 1`) measures no run-to-run variance: `compare` then
+    /// gives no faster/slower across runs unless told `--assume-stable`.
+    #[arg(long, env = "FAIRBENCH_FORKS", default_value = "3", value_parser = positive_u32, value_name = "N")]
+    #[serde(default = "one_fork")]
+    pub forks: u32,
+
+    /// Which of the --forks processes this is (1 … N), set by the process that starts them;
+    /// 0 is a run in one process.
+    #[arg(long, hide = true, default_value_t = 0, value_name = "K")]
+    #[serde(default)]
+    pub fork: u32,
+
     /// The id every worker of one run shares (the merge refuses parts of different runs).
     #[arg(long, value_name = "ID")]
     #[serde(default)]
@@ -137,6 +152,11 @@ pub struct CommonOpts {
 }
 
 fn one_worker() -> u32 {
+    1
+}
+
+/// What a report written before forks existed was: one process.
+fn one_fork() -> u32 {
     1
 }
 
@@ -182,6 +202,12 @@ impl CommonOpts {
                     file.name, file.name, file.name
                 ));
             }
+        }
+        if self.fork > self.forks {
+            return Err(format!(
+                "--fork {} is not one of --forks {} (forks are numbered 1 … {})",
+                self.fork, self.forks, self.forks
+            ));
         }
         validate_workers(self)
     }
@@ -402,10 +428,13 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_design() {
-        let cli = Cli::parse_from(["t"]);
+        let cli = Cli::try_parse_from(["t"]).unwrap();
         let c = cli.common;
+        // Three processes of two measured rounds each, unless FAIRBENCH_FORKS says otherwise.
+        let forks = std::env::var("FAIRBENCH_FORKS").map_or(3, |v| v.parse().unwrap());
+        assert_eq!((c.forks, c.fork), (forks, 0));
         assert_eq!(c.duration, Duration::from_secs(10));
-        assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 5, 16, 42));
+        assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 2, 16, 42));
         assert_eq!(c.ceiling, Duration::from_secs(120));
         assert_eq!(c.threshold, DEFAULT_THRESHOLD);
         assert!(c.rate.is_none() && c.targets.is_empty() && !c.quiet);

@@ -2,6 +2,7 @@
 //! across systems in alternating order (ABBA…), and each window folded into its cell with the
 //! status it earned.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -44,11 +45,21 @@ pub fn rounds(warmup: u32, rounds: u32) -> impl Iterator<Item = Round> {
     })
 }
 
+/// Which fork of a run this process is (`--fork`; 0 when the run is one process).
+static FORK: AtomicU32 = AtomicU32::new(0);
+
+/// Sets this process's fork ([`round_order`] starts each even-numbered fork reversed).
+pub fn set_fork(fork: u32) {
+    FORK.store(fork, Ordering::Relaxed);
+}
+
 /// The order systems are measured in during round `index`: forward on even rounds, reversed on
-/// odd ones, so no system is always first after the others (A B, B A, A B, …).
+/// odd ones, so no system is always first after the others (A B, B A, A B, …). The forks of a
+/// run continue the alternation: fork 2 starts reversed (B A, A B, …), fork 3 forward again.
 pub fn round_order(systems: usize, index: u32) -> Vec<usize> {
     let mut order: Vec<usize> = (0..systems).collect();
-    if !index.is_multiple_of(2) {
+    let shift = FORK.load(Ordering::Relaxed).saturating_sub(1);
+    if !(index + shift).is_multiple_of(2) {
         order.reverse();
     }
     order

@@ -77,6 +77,9 @@ pub struct Report {
     /// A merged run: every worker's block and its own figures of each cell (the spread).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerPart>,
+    /// A run of several `--forks`: each fork's process (each cell's `forks` has its figures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forks: Vec<ForkRun>,
 }
 
 impl Report {
@@ -116,6 +119,7 @@ impl Report {
             extra: BTreeMap::new(),
             worker: None,
             workers: Vec::new(),
+            forks: Vec::new(),
         }
     }
 
@@ -276,6 +280,43 @@ pub struct Cell {
     /// Tool-specific figures of this cell (recall, loss, batch size, …), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// A run of several `--forks`: each fork's own figures of this cell, in fork order. With
+    /// two or more, they (not the rounds) are the replicates every interval is computed over,
+    /// and the cell's throughput median is the median of the forks' medians. Empty for a run
+    /// in one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forks: Vec<ForkFigures>,
+}
+
+/// One fork's figures of one cell.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ForkFigures {
+    /// 1 … --forks.
+    pub fork: u32,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// The median of this fork's measured rounds.
+    pub throughput: Option<f64>,
+    /// This fork's latency percentiles over its measured rounds.
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+    /// Each of its measured rounds' throughput, in the order measured.
+    pub rounds: Vec<f64>,
+}
+
+/// One fork of a run: its process, how it ended, and when.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ForkRun {
+    pub fork: u32,
+    pub pid: u32,
+    /// `exit 0`, `exit 1`, `killed by signal 9`.
+    pub ended: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Where its own results folder is.
+    pub results: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::calibration::Calibration>,
 }
 
 impl Cell {
@@ -308,6 +349,7 @@ impl Cell {
             latency_per_second_b64: Vec::new(),
             round_opened_at_ms: Vec::new(),
             extra: BTreeMap::new(),
+            forks: Vec::new(),
         }
     }
 

@@ -173,9 +173,23 @@ pub fn incomparable(cell: &Cell, base: &Cell) -> Option<String> {
     Some(format!("not comparable: {}", differing.join(" vs ")))
 }
 
-/// The per-round figures of `metric` in an `ok` cell.
+/// The replicates of `metric` in an `ok` cell: each fork's figure when the cell was measured in
+/// two or more forks (the process, not the round, is the unit of replication), else each
+/// measured round's.
 pub fn round_figures(cell: &Cell, metric: Metric) -> Option<Vec<f64>> {
     let throughput = cell.usable_throughput()?;
+    if cell.forks.len() >= 2 {
+        let figures: Option<Vec<f64>> = cell
+            .forks
+            .iter()
+            .map(|f| match metric {
+                Metric::Throughput => f.throughput,
+                Metric::LatencyP50 => f.latency_p50_ns.map(|v| v as f64),
+                Metric::LatencyP99 => f.latency_p99_ns.map(|v| v as f64),
+            })
+            .collect();
+        return figures;
+    }
     match metric {
         Metric::Throughput => Some(throughput.rounds.clone()),
         Metric::LatencyP50 | Metric::LatencyP99 => {

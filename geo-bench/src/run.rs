@@ -16,7 +16,7 @@ use crate::opts::Opts;
 use crate::report::GeoReport;
 use crate::systems::{self, System};
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "geo-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "geo",

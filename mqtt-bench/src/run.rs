@@ -22,7 +22,7 @@ use crate::report::{self, MqttReport};
 use crate::workloads::{self, Baselines, Row};
 use crate::{systems, workers};
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "mqtt-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "brokers",

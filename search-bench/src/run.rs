@@ -21,7 +21,7 @@ use crate::systems::{self, System};
 use crate::targets;
 use crate::{ingest, measure, scale, verify};
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "search-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "search",

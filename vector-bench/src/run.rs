@@ -25,7 +25,7 @@ use crate::workloads::baseline;
 use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "vector-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "hnsw",

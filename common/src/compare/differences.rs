@@ -33,6 +33,10 @@ pub const IGNORED_OPTIONS: &[&str] = &[
     "run_id",
     "barrier",
     "barrier_timeout_s",
+    // How many processes measured the run, and which one a fork is: `compare` judges across
+    // runs on forks where both have them and says how many each side had.
+    "forks",
+    "fork",
 ];
 
 /// Memory sizes closer than this share are the same machine (the kernel's own reservation

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::calibration::Drift;
 use crate::exit::Exit;
 use crate::load::{Loaded, load};
 use crate::results::{Cell, Metric, Report, Status, Verdict, VerdictKind, median};
@@ -67,6 +68,12 @@ pub struct CompareArgs {
     /// settings or data; every line of the output says so.
     #[arg(long)]
     pub allow_different_environment: bool,
+
+    /// Give faster/slower between runs measured in one process each (`--forks 1`), whose
+    /// run-to-run variance is not known: assume it is no larger than the rounds' inside each
+    /// run. Printed in the header.
+    #[arg(long)]
+    pub assume_stable: bool,
 
     /// What to print.
     #[arg(long, value_enum, default_value = "text")]
@@ -156,6 +163,22 @@ pub struct Comparison {
     pub disappeared: Vec<LoneCell>,
     /// One line per regression.
     pub regressions: Vec<String>,
+    /// Verdicts between one-process runs were asked for anyway (`--assume-stable`).
+    pub assume_stable: bool,
+    /// How many forks each side was measured in (1: one process).
+    pub forks: [u32; 2],
+    /// The candidate's calibration probe over the baseline's, when both runs have one.
+    pub calibration: Option<Drift>,
+    /// Why no cell has a verdict, when the runs' machines are not in the same state.
+    pub refused: Option<String>,
+}
+
+/// Why a side measured in one process gets no verdict across runs.
+pub const ONE_PROCESS: &str = "inconclusive (one process: run-to-run variance not measured; measure with --forks 2 or more, or compare with --assume-stable)";
+
+/// How many forks a run was measured in (1 for a run in one process).
+fn forks_of(report: &Report) -> u32 {
+    (report.forks.len() as u32).max(1)
 }
 
 fn lone(cell: &Cell) -> LoneCell {
@@ -166,12 +189,25 @@ fn lone(cell: &Cell) -> LoneCell {
     }
 }
 
-/// One metric of a cell: the verdict of the candidate's rounds against the baseline's.
-fn metric(candidate: &Cell, baseline: &Cell, metric: Metric, threshold: f64) -> MetricComparison {
+/// What every cell of one comparison is judged with.
+#[derive(Debug, Clone, Copy)]
+struct Judging {
+    threshold: f64,
+    assume_stable: bool,
+}
+
+/// One metric of a cell: the verdict of the candidate's forks (or rounds, with
+/// `--assume-stable`) against the baseline's.
+fn metric(candidate: &Cell, baseline: &Cell, metric: Metric, judging: Judging) -> MetricComparison {
     let of = |c: &Cell| verdict::round_figures(c, metric).and_then(|f| median(&f));
-    let (verdict, no_verdict) = match verdict::compare(candidate, baseline, metric, threshold) {
-        Ok(v) => (Some(v), None),
-        Err(none) => (None, Some(none.reason)),
+    let one_process = candidate.forks.len() < 2 || baseline.forks.len() < 2;
+    let (verdict, no_verdict) = if one_process && !judging.assume_stable {
+        (None, Some(ONE_PROCESS.to_owned()))
+    } else {
+        match verdict::compare(candidate, baseline, metric, judging.threshold) {
+            Ok(v) => (Some(v), None),
+            Err(none) => (None, Some(none.reason)),
+        }
     };
     MetricComparison {
         metric,
@@ -182,7 +218,7 @@ fn metric(candidate: &Cell, baseline: &Cell, metric: Metric, threshold: f64) -> 
     }
 }
 
-fn cell(candidate: &Cell, baseline: &Cell, threshold: f64) -> CellComparison {
+fn cell(candidate: &Cell, baseline: &Cell, judging: Judging) -> CellComparison {
     let metrics: Vec<MetricComparison> = Metric::ALL
         .into_iter()
         .filter(|m| {
@@ -190,7 +226,7 @@ fn cell(candidate: &Cell, baseline: &Cell, threshold: f64) -> CellComparison {
                 || !(candidate.latency_rounds_ns.is_empty()
                     && baseline.latency_rounds_ns.is_empty())
         })
-        .map(|m| metric(candidate, baseline, m, threshold))
+        .map(|m| metric(candidate, baseline, m, judging))
         .collect();
     let slower = metrics.iter().any(|m| {
         m.verdict
@@ -239,20 +275,51 @@ fn regression_lines(c: &CellComparison) -> Vec<String> {
     lines
 }
 
-/// Compares two runs already read (and checked comparable, or allowed not to be).
-pub fn compare_runs(baseline: &Loaded, candidate: &Loaded, threshold: f64) -> Comparison {
+/// Compares two runs already read (and checked comparable, or allowed not to be). A side
+/// measured in one process gets no verdict unless `assume_stable`; runs whose calibration
+/// probes moved beyond [`crate::calibration::TOLERANCE`] get none at all (`refused`).
+pub fn compare_runs(
+    baseline: &Loaded,
+    candidate: &Loaded,
+    threshold: f64,
+    assume_stable: bool,
+) -> Comparison {
     let (b, c): (&Report, &Report) = (&baseline.report, &candidate.report);
+    let judging = Judging {
+        threshold,
+        assume_stable,
+    };
     let find = |r: &'_ Report, w: &str, s: &str| {
         r.cells
             .iter()
             .find(|x| x.workload == w && x.system == s)
             .cloned()
     };
-    let cells: Vec<CellComparison> = c
+    let mut cells: Vec<CellComparison> = c
         .cells
         .iter()
-        .filter_map(|x| Some(cell(x, &find(b, &x.workload, &x.system)?, threshold)))
+        .filter_map(|x| Some(cell(x, &find(b, &x.workload, &x.system)?, judging)))
         .collect();
+    let calibration = match (b.environment.calibration, c.environment.calibration) {
+        (Some(x), Some(y)) => Some(Drift::between(&x, &y)),
+        _ => None,
+    };
+    let refused = calibration.filter(Drift::beyond_tolerance).map(|d| {
+        format!(
+            "no verdicts: the machine was not in the same state for both runs ({}; the tolerance is ±{:.0}%)",
+            d.line(),
+            crate::calibration::TOLERANCE * 100.0
+        )
+    });
+    if let Some(reason) = &refused {
+        for x in &mut cells {
+            for m in &mut x.metrics {
+                m.verdict = None;
+                m.no_verdict = Some(reason.clone());
+            }
+            x.regressed = x.baseline_status == Status::Ok && x.candidate_status != Status::Ok;
+        }
+    }
     let appeared = c
         .cells
         .iter()
@@ -276,6 +343,10 @@ pub fn compare_runs(baseline: &Loaded, candidate: &Loaded, threshold: f64) -> Co
         appeared,
         disappeared,
         regressions,
+        assume_stable,
+        forks: [forks_of(b), forks_of(c)],
+        calibration,
+        refused,
     }
 }
 
@@ -285,7 +356,7 @@ pub fn compare_runs(baseline: &Loaded, candidate: &Loaded, threshold: f64) -> Co
 pub fn run(args: &CompareArgs, tool: &str) -> anyhow::Result<Exit> {
     let baseline = load(&args.baseline, tool)?;
     let candidate = load(&args.candidate, tool)?;
-    let comparison = compare_runs(&baseline, &candidate, args.threshold);
+    let comparison = compare_runs(&baseline, &candidate, args.threshold, args.assume_stable);
     if !comparison.differences.is_empty() && !args.allow_different_environment {
         eprintln!(
             "error: the runs differ in what makes them comparable (--allow-different-environment compares them anyway, every line labelled):"

@@ -66,7 +66,7 @@ pub fn table(c: &Comparison) -> Table {
         .collect();
     Table {
         title: format!(
-            "Candidate / baseline (ratio of medians of the rounds [{interval}]; parity within ±{:.0}%; latency below 1 is faster)",
+            "Candidate / baseline (ratio of medians of the forks, or of the rounds with --assume-stable [{interval}]; parity within ±{:.0}%; latency below 1 is faster)",
             c.threshold * 100.0
         ),
         header,
@@ -89,6 +89,37 @@ fn run_line(side: &str, r: &super::RunRef, tool: &str) -> String {
     )
 }
 
+/// The runs, how many processes each was measured in, the calibration probe, and why
+/// verdicts were assumed or refused.
+fn run_lines(c: &Comparison) -> Vec<String> {
+    let processes = |n: u32| match n {
+        1 => "one process".to_owned(),
+        n => format!("{n} forks"),
+    };
+    let mut lines = vec![
+        run_line("baseline", &c.baseline, &c.tool),
+        run_line("candidate", &c.candidate, &c.tool),
+        format!(
+            "replicates: baseline {}, candidate {} (verdicts across runs are judged on forks)",
+            processes(c.forks[0]),
+            processes(c.forks[1])
+        ),
+    ];
+    if c.assume_stable {
+        lines.push(
+            "--assume-stable: one-process sides judged on their rounds, as if run-to-run variance were no larger than the rounds' inside a run".into(),
+        );
+    }
+    match (&c.calibration, &c.refused) {
+        (_, Some(refused)) => lines.push(refused.clone()),
+        (Some(drift), None) => lines.push(drift.line()),
+        (None, None) => lines.push(
+            "calibration probe: not in both runs (a run from before it existed); the machines' state was not compared".into(),
+        ),
+    }
+    lines
+}
+
 fn lone_lines(side: &str, cells: &[LoneCell], label: &str) -> Vec<String> {
     cells
         .iter()
@@ -107,13 +138,7 @@ fn lone_lines(side: &str, cells: &[LoneCell], label: &str) -> Vec<String> {
 /// regressions, as (heading, lines).
 fn sections(c: &Comparison) -> Vec<(String, Vec<String>)> {
     let label = caveat(c).map(|l| format!("{l} ")).unwrap_or_default();
-    let mut out = vec![(
-        "Runs".to_owned(),
-        vec![
-            run_line("baseline", &c.baseline, &c.tool),
-            run_line("candidate", &c.candidate, &c.tool),
-        ],
-    )];
+    let mut out = vec![("Runs".to_owned(), run_lines(c))];
     if !c.differences.is_empty() {
         out.push((
             "The runs differ in what makes them comparable (compared anyway: --allow-different-environment)".into(),

@@ -26,6 +26,7 @@ fn args(baseline: &Path, candidate: &Path) -> CompareArgs {
         threshold: 0.05,
         fail_on: Some(FailOn::Regression),
         allow_different_environment: false,
+        assume_stable: true,
         format: Format::Text,
         output: None,
     }
@@ -51,7 +52,7 @@ fn loaded(dir: &Path) -> crate::load::Loaded {
 fn a_run_is_at_parity_with_itself() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a", &crate::export::fixture::report());
-    let c = compare_runs(&loaded(&a), &loaded(&a), 0.05);
+    let c = compare_runs(&loaded(&a), &loaded(&a), 0.05, true);
     assert_eq!(c.cells.len(), 9);
     assert!(c.differences.is_empty() && c.appeared.is_empty() && c.disappeared.is_empty());
     for cell in c.cells.iter().filter(|x| x.candidate_status == Status::Ok) {
@@ -70,7 +71,7 @@ fn rounds_30_percent_slower_fail_with_fail_on_regression() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a", &crate::export::fixture::report());
     let b = write(dir.path(), "b", &scaled(0.7));
-    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05);
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, true);
     let slower = c
         .cells
         .iter()
@@ -114,7 +115,7 @@ fn a_cell_that_lost_its_ok_or_left_is_said() {
     extra.workload = "scan 16c".into();
     next.cells.push(extra);
     let (a, b) = (write(dir.path(), "a", &base), write(dir.path(), "b", &next));
-    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05);
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, true);
     assert!(
         c.regressions
             .contains(&"write 1c · sqlite: was ok, now timeout".to_owned())
@@ -140,7 +141,7 @@ fn different_options_or_data_are_refused_naming_the_difference() {
     let d = write(dir.path(), "d", &data);
     assert_eq!(run(&args(&a, &b), TOOL).unwrap(), Exit::BadInput);
     assert_eq!(run(&args(&a, &d), TOOL).unwrap(), Exit::BadInput);
-    let lines: Vec<String> = compare_runs(&loaded(&a), &loaded(&d), 0.05)
+    let lines: Vec<String> = compare_runs(&loaded(&a), &loaded(&d), 0.05, true)
         .differences
         .iter()
         .map(Difference::line)
@@ -155,7 +156,7 @@ fn different_options_or_data_are_refused_naming_the_difference() {
         ..args(&a, &b)
     };
     assert_eq!(run(&allowed, TOOL).unwrap(), Exit::AllOk);
-    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05);
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, true);
     let table = render::table(&c);
     assert!(
         table
@@ -250,4 +251,137 @@ fn output_writes_the_format_and_compare_html() {
             let _ = std::fs::copy(out.join(file), Path::new(&keep).join(file));
         }
     }
+}
+
+/// The fixture's first ok cell measured in forks whose medians are `medians`, each fork's two
+/// rounds within ±0.5% of its median.
+fn forked(medians: &[f64]) -> Report {
+    let mut report = crate::export::fixture::report();
+    report.forks = medians
+        .iter()
+        .enumerate()
+        .map(|(i, _)| crate::results::ForkRun {
+            fork: i as u32 + 1,
+            pid: 1000 + i as u32,
+            ended: "exit 0".into(),
+            started_at: None,
+            finished_at: None,
+            results: format!("forks/{}", i + 1),
+            calibration: None,
+        })
+        .collect();
+    report
+        .cells
+        .retain(|c| c.status == Status::Ok && c.throughput.is_some());
+    report.cells.truncate(1);
+    let cell = &mut report.cells[0];
+    cell.latency_rounds_ns.clear();
+    cell.forks = medians
+        .iter()
+        .enumerate()
+        .map(|(i, m)| crate::results::ForkFigures {
+            fork: i as u32 + 1,
+            status: Status::Ok,
+            reason: None,
+            throughput: Some(*m),
+            latency_p50_ns: None,
+            latency_p99_ns: None,
+            rounds: vec![m * 0.995, m * 1.005],
+        })
+        .collect();
+    let rounds: Vec<f64> = cell.forks.iter().flat_map(|f| f.rounds.clone()).collect();
+    cell.throughput = Throughput::from_rounds(rounds);
+    report
+}
+
+fn throughput_verdict(c: &Comparison) -> &MetricComparison {
+    &c.cells[0].metrics[0]
+}
+
+#[test]
+fn forks_that_disagree_widely_give_no_verdict_though_each_ones_rounds_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &forked(&[100.0, 101.0, 99.0]));
+    let b = write(dir.path(), "b", &forked(&[100.0, 65.0, 140.0]));
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, false);
+    let m = throughput_verdict(&c);
+    let v = m.verdict.as_ref().unwrap();
+    assert_eq!(v.verdict, VerdictKind::Inconclusive, "{v:?}");
+    assert!(c.regressions.is_empty());
+    // The interval is the forks' (three a side), not the six rounds' of each side.
+    let forks =
+        crate::verdict::ratio_interval(&[100.0, 65.0, 140.0], &[100.0, 101.0, 99.0]).unwrap();
+    assert_eq!(v.interval, [forks.low, forks.high]);
+    // The same rounds judged as rounds of one process would have looked decisive: the forks,
+    // not the rounds, are what the interval is computed over.
+    let tight = write(dir.path(), "c", &forked(&[65.0, 66.0, 65.5]));
+    let slower = compare_runs(&loaded(&a), &loaded(&tight), 0.05, false);
+    assert_eq!(
+        throughput_verdict(&slower)
+            .verdict
+            .as_ref()
+            .unwrap()
+            .verdict,
+        VerdictKind::Slower
+    );
+}
+
+#[test]
+fn two_one_process_runs_thirty_percent_apart_get_no_verdict_unless_assumed_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &crate::export::fixture::report());
+    let b = write(dir.path(), "b", &scaled(0.7));
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, false);
+    for cell in c.cells.iter().filter(|x| x.candidate_status == Status::Ok) {
+        let m = &cell.metrics[0];
+        assert!(m.verdict.is_none(), "{m:?}");
+        assert_eq!(m.no_verdict.as_deref(), Some(ONE_PROCESS));
+    }
+    assert!(c.regressions.is_empty());
+    let text = render_text(&c);
+    assert!(
+        text.contains("baseline one process, candidate one process"),
+        "{text}"
+    );
+    let assumed = compare_runs(&loaded(&a), &loaded(&b), 0.05, true);
+    assert!(!assumed.regressions.is_empty());
+    assert!(render_text(&assumed).contains("--assume-stable"));
+}
+
+#[test]
+fn a_calibration_probe_thirty_percent_off_refuses_every_verdict_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = crate::calibration::Probe {
+        cpu_ns_per_iter: 1.0,
+        memory_ns_per_load: 90.0,
+    };
+    let mut base = forked(&[100.0, 101.0, 99.0]);
+    base.environment.calibration = Some(crate::calibration::Calibration {
+        start: probe,
+        end: Some(probe),
+    });
+    let mut slow = forked(&[65.0, 66.0, 65.5]);
+    let off = crate::calibration::Probe {
+        cpu_ns_per_iter: 1.3,
+        ..probe
+    };
+    slow.environment.calibration = Some(crate::calibration::Calibration {
+        start: off,
+        end: Some(off),
+    });
+    let (a, b) = (write(dir.path(), "a", &base), write(dir.path(), "b", &slow));
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, false);
+    let reason = c.refused.clone().expect("refused");
+    assert!(reason.contains("cpu 1.30×"), "{reason}");
+    assert!(throughput_verdict(&c).verdict.is_none());
+    assert!(c.regressions.is_empty());
+    assert!(render_text(&c).contains(&reason));
+    let mut args = args(&a, &b);
+    args.assume_stable = false;
+    assert_eq!(run(&args, TOOL).unwrap(), Exit::AllOk);
+    // Within the tolerance, the same runs get their verdict.
+    slow.environment.calibration = base.environment.calibration;
+    let b = write(dir.path(), "b2", &slow);
+    let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, false);
+    assert!(c.refused.is_none() && !c.regressions.is_empty());
 }

@@ -124,6 +124,7 @@ fn make() -> Report {
         durable_write_floor_ns: Some(1_400_000),
         durable_write_floor_path: Some("/tmp/run".into()),
         load_gate: None,
+        calibration: None,
     };
     let options = serde_json::json!({
         "targets": ["sqlite", "postgres=postgres://bench:***@127.0.0.1:5432/db", "mariadb=mysql://127.0.0.1/db"],

@@ -105,6 +105,11 @@ impl Lifecycle {
         let options = serde_json::to_value(options).context("serializing the options")?;
         let progress = Progress::start(common.quiet);
         let mut environment = crate::phases::capture_environment(common.load_gate, &progress);
+        environment.calibration = Some(crate::calibration::Calibration {
+            start: crate::calibration::probe(),
+            end: None,
+        });
+        crate::protocol::set_fork(common.fork);
         let dir = common.output.clone().unwrap_or_else(|| {
             let now = crate::clock::now_rfc3339();
             ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
@@ -356,6 +361,9 @@ impl Recording {
             report.notes.push(INTERRUPTED.into());
         }
         report.environment.loadavg_end = Some(loadavg());
+        if let Some(calibration) = &mut report.environment.calibration {
+            calibration.end = Some(crate::calibration::probe());
+        }
         report.finished_at = Some(crate::clock::now_rfc3339());
         let judgement = tool.judge(&report);
         report.verdicts = judgement.verdicts;

@@ -209,6 +209,7 @@ pub fn synthetic_report(
         extra: Default::default(),
         worker: None,
         workers: Vec::new(),
+        forks: Vec::new(),
     }
 }
 

@@ -15,7 +15,7 @@ use super::read_json;
 
 /// The arguments every two-run check adds: three measured rounds (a verdict needs three a side)
 /// after one warm-up, no progress output.
-const THREE_ROUNDS: [&str; 5] = ["--quiet", "--rounds", "3", "--warmup", "1"];
+const THREE_ROUNDS: [&str; 7] = ["--quiet", "--rounds", "3", "--warmup", "1", "--forks", "1"];
 
 /// The files every run writes (and `report` rebuilds).
 const RUN_FILES: [&str; 3] = ["results.csv", "report.html", "report.md"];
@@ -245,13 +245,30 @@ pub fn assert_compare_and_report(bin: &Path, a: &Path, b: &Path, scratch: &Path)
         );
     }
 
-    // A candidate whose rounds are a quarter as fast: slower, and exit 1 for CI.
+    // A candidate whose rounds are a quarter as fast, both runs of one process: no verdict
+    // across runs (run-to-run variance is not measured), unless assumed stable; then slower,
+    // and exit 1 for CI.
     let slow = doctored(a, &scratch.join("quarter"), |j| scale_throughput(j, 0.25));
-    let ran = expect(bin, &["compare", text(a), text(&slow)], 0);
-    assert!(ran.stdout.contains("Regressions ("), "{}", ran.stdout);
     let ran = expect(
         bin,
         &["compare", text(a), text(&slow), "--fail-on", "regression"],
+        0,
+    );
+    assert!(ran.stdout.contains("Regressions (0)"), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("one process: run-to-run variance not measured")
+    );
+    let ran = expect(
+        bin,
+        &[
+            "compare",
+            text(a),
+            text(&slow),
+            "--fail-on",
+            "regression",
+            "--assume-stable",
+        ],
         1,
     );
     let slower: Vec<&str> = ran

@@ -2,9 +2,9 @@
 //! (`crud` for seed 000's workloads, `app` for seeds 003/004's scenarios).
 
 mod app;
-mod crud;
+pub(crate) mod crud;
 mod stopped;
-mod ycsb;
+pub(crate) mod ycsb;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

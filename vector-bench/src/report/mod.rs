@@ -270,9 +270,10 @@ fn round_qps(
     } else {
         0.0
     };
+    // Each fork's QPS when the run had forks, else each round's (`verdict::round_figures`).
     let (qa, qb) = (
-        &below.usable_throughput()?.rounds,
-        &above.usable_throughput()?.rounds,
+        &verdict::round_figures(below, Metric::Throughput)?,
+        &verdict::round_figures(above, Metric::Throughput)?,
     );
     Some(qa.iter().zip(qb).map(|(x, y)| x + t * (y - x)).collect())
 }

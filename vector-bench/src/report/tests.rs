@@ -72,6 +72,7 @@ pub fn sample() -> Report {
         no_verdicts: vec![],
         worker: None,
         workers: vec![],
+        forks: vec![],
         notes: vec!["synthetic".into()],
         extra: Default::default(),
     };

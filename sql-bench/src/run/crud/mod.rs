@@ -28,7 +28,7 @@ use crate::suites::crud::workload::Workload;
 use crate::systems::{self, Connected};
 use crate::targets::KvTable;
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "sql-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "crud",

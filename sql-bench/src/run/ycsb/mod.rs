@@ -33,7 +33,7 @@ use crate::systems::{self, Connected};
 use crate::targets::ycsb::YcsbTable;
 use crate::targets::{Target, YcsbTarget};
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "sql-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "ycsb",
