@@ -2,7 +2,7 @@
 //! when it ends (in every fork), so that `compare` can tell a change in the system from a
 //! change in the machine under it. A CPU-bound loop's nanoseconds per iteration, and a
 //! memory-latency chase (a random cycle through 16 MiB, each load depending on the one
-//! before) in nanoseconds per load. Each is the fastest of a few repeats: the probe asks what
+//! before) in nanoseconds per load. Each is the fastest of 25 short repeats: the probe asks what
 //! the machine can do, not how busy it happened to be for one repeat. The durable-write floor
 //! (`Environment::durable_write_floor_ns`) is the third probe, measured already.
 
@@ -11,14 +11,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-/// Repeats of each probe; the fastest is kept.
-const REPEATS: usize = 5;
-/// Iterations of the CPU loop per repeat (about 2 ms on a 2020s core).
-const CPU_ITERATIONS: u64 = 1_000_000;
+/// Repeats of each probe; the fastest is kept. Each repeat is shorter than a scheduler's time
+/// slice, so on a busy machine some repeat still runs without being preempted.
+const REPEATS: usize = 25;
+/// Iterations of the CPU loop per repeat (about 0.3 ms on a 2020s core).
+const CPU_ITERATIONS: u64 = 200_000;
 /// Slots of the memory chase: 4 Mi × 4 bytes = 16 MiB, past most L2 caches.
 const CHASE_SLOTS: usize = 4 << 20;
-/// Loads per repeat of the chase.
-const CHASE_LOADS: usize = 200_000;
+/// Loads per repeat of the chase (about 1 ms).
+const CHASE_LOADS: usize = 20_000;
 
 /// Two runs whose probes differ by more than this share were not measured on the same
 /// machine state: `compare` gives them no verdict.
@@ -53,13 +54,19 @@ impl Calibration {
     }
 }
 
-/// Measures the probe now (about 30 ms in all).
+/// Measures the probe now (about 60 ms in all, most of it laying out the chase).
 pub fn probe() -> Probe {
     Probe {
         cpu_ns_per_iter: fastest(|| cpu_loop(CPU_ITERATIONS)) / CPU_ITERATIONS as f64,
         memory_ns_per_load: {
             let cycle = random_cycle(CHASE_SLOTS);
-            fastest(|| chase(&cycle, CHASE_LOADS)) / CHASE_LOADS as f64
+            // Each repeat goes on from where the last one stopped: every load is to a slot not
+            // visited yet (25 × 20 Ki of 4 Mi), so none finds its line in a cache.
+            let mut at = 0u32;
+            fastest(|| {
+                at = chase(&cycle, at, CHASE_LOADS);
+                u64::from(at)
+            }) / CHASE_LOADS as f64
         },
     }
 }
@@ -99,12 +106,12 @@ fn random_cycle(slots: usize) -> Vec<u32> {
     next
 }
 
-fn chase(cycle: &[u32], loads: usize) -> u64 {
-    let mut at = 0u32;
+/// Follows the cycle `loads` steps from `at`; where it stopped.
+fn chase(cycle: &[u32], mut at: u32, loads: usize) -> u32 {
     for _ in 0..loads {
         at = cycle[at as usize];
     }
-    u64::from(at)
+    at
 }
 
 /// How far apart two runs' probes are: candidate over baseline, each probe.

@@ -23,6 +23,8 @@ fn run(url: &str, output: &Path) {
         "3",
         "--warmup",
         "1",
+        "--forks",
+        "1",
         "--connections",
         "2",
         "--output",
