@@ -146,16 +146,6 @@ impl Drift {
     }
 }
 
-/// The median of each probe over several (the forks of a run).
-pub fn median_of(probes: &[Probe]) -> Option<Probe> {
-    let of =
-        |f: fn(&Probe) -> f64| crate::results::median(&probes.iter().map(f).collect::<Vec<f64>>());
-    Some(Probe {
-        cpu_ns_per_iter: of(|p| p.cpu_ns_per_iter)?,
-        memory_ns_per_load: of(|p| p.memory_ns_per_load)?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

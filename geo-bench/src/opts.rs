@@ -124,9 +124,3 @@ fn non_negative(text: &str) -> Result<f64, String> {
     }
     Ok(v)
 }
-
-impl common::fork::Forking for Opts {
-    fn forking(&self) -> Option<(common::run::Tool, &CommonOpts)> {
-        Some((crate::run::TOOL, &self.common))
-    }
-}

@@ -16,7 +16,7 @@ use crate::opts::Opts;
 use crate::report::GeoReport;
 use crate::systems::{self, System};
 
-pub(crate) const TOOL: Tool = Tool {
+const TOOL: Tool = Tool {
     name: "geo-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "geo",
@@ -212,5 +212,11 @@ async fn cleanup(opts: &Opts, systems: &mut [System], notes: &mut Vec<String>) {
         if let Err(e) = system.target.cleanup().await {
             notes.push(format!("cleaning up failed: {e}"));
         }
+    }
+}
+
+impl common::fork::Forking for Opts {
+    fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
+        Some((TOOL, &self.common))
     }
 }

@@ -391,12 +391,6 @@ pub fn fraction(text: &str) -> Result<f64, String> {
     Ok(value)
 }
 
-impl common::fork::Forking for Opts {
-    fn forking(&self) -> Option<(common::run::Tool, &CommonOpts)> {
-        Some((crate::run::TOOL, &self.common))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

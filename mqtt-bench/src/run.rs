@@ -22,7 +22,7 @@ use crate::report::{self, MqttReport};
 use crate::workloads::{self, Baselines, Row};
 use crate::{systems, workers};
 
-pub(crate) const TOOL: Tool = Tool {
+const TOOL: Tool = Tool {
     name: "mqtt-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "brokers",
@@ -190,4 +190,10 @@ fn plan(
         );
     }
     Ok(fd)
+}
+
+impl common::fork::Forking for Opts {
+    fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
+        Some((TOOL, &self.common))
+    }
 }

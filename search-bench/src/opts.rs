@@ -64,12 +64,6 @@ fn index_name(text: &str) -> Result<String, String> {
     }
 }
 
-impl common::fork::Forking for Opts {
-    fn forking(&self) -> Option<(common::run::Tool, &CommonOpts)> {
-        Some((crate::run::TOOL, &self.common))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

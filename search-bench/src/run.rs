@@ -21,7 +21,7 @@ use crate::systems::{self, System};
 use crate::targets;
 use crate::{ingest, measure, scale, verify};
 
-pub(crate) const TOOL: Tool = Tool {
+const TOOL: Tool = Tool {
     name: "search-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "search",
@@ -168,5 +168,11 @@ async fn cleanup(opts: &Opts, systems: &mut [System], notes: &mut Vec<String>) {
         if let Err(e) = system.target.drop_index().await {
             notes.push(format!("cleaning up failed: {e}"));
         }
+    }
+}
+
+impl common::fork::Forking for Opts {
+    fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
+        Some((TOOL, &self.common))
     }
 }

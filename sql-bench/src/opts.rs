@@ -187,18 +187,6 @@ impl AppOpts {
     }
 }
 
-/// The CRUD and YCSB suites run in forks; the app suite in one process (its verdicts are on
-/// per-round figures of its own, not yet kept per fork).
-impl common::fork::Forking for Opts {
-    fn forking(&self) -> Option<(common::run::Tool, &CommonOpts)> {
-        match &self.suite {
-            Suite::Crud(o) => Some((crate::run::crud::TOOL, &o.common)),
-            Suite::Ycsb(o) => Some((crate::run::ycsb::TOOL, &o.common)),
-            Suite::App(_) => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

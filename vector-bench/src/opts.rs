@@ -242,13 +242,6 @@ impl Opts {
     }
 }
 
-/// Computing ground truth (`--truth-only`) measures no system: it runs in one process.
-impl common::fork::Forking for Opts {
-    fn forking(&self) -> Option<(common::run::Tool, &CommonOpts)> {
-        (!self.truth_only).then_some((crate::run::TOOL, &self.common))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

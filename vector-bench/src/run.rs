@@ -25,7 +25,7 @@ use crate::workloads::baseline;
 use crate::workloads::groundtruth::{self, TruthInfo, TruthPlan, Truths};
 use crate::workloads::sweep::Sweep;
 
-pub(crate) const TOOL: Tool = Tool {
+const TOOL: Tool = Tool {
     name: "vector-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "hnsw",
@@ -350,4 +350,11 @@ async fn truth_only(
         .extra
         .insert("ground_truth".into(), json!(truths));
     run.finish(&TruthReport)
+}
+
+/// Computing ground truth (`--truth-only`) measures no system: it runs in one process.
+impl common::fork::Forking for Opts {
+    fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
+        (!self.truth_only).then_some((TOOL, &self.common))
+    }
 }

@@ -4,7 +4,7 @@
 //! had it. A fork that ended before measuring a cell makes that cell `error`, saying which fork
 //! and how it ended; what the other forks measured stays in `forks`.
 
-use crate::calibration::{Calibration, median_of};
+use crate::calibration::{Calibration, Probe};
 use crate::histogram::{add, decode_histogram, encode_histogram, new_histogram};
 use crate::protocol::severity;
 use crate::recorder::percentiles;
@@ -15,6 +15,15 @@ use crate::results::{Cell, ForkFigures, ForkRun, Report, Status, Throughput, med
 pub struct Fork {
     pub run: ForkRun,
     pub report: Option<Report>,
+}
+
+/// The median of each probe over several (the forks' calibration probes).
+fn median_of(probes: &[Probe]) -> Option<Probe> {
+    let of = |f: fn(&Probe) -> f64| median(&probes.iter().map(f).collect::<Vec<f64>>());
+    Some(Probe {
+        cpu_ns_per_iter: of(|p| p.cpu_ns_per_iter)?,
+        memory_ns_per_load: of(|p| p.memory_ns_per_load)?,
+    })
 }
 
 /// One fork's figures of `cell`.
@@ -177,7 +186,7 @@ pub fn combine(forks: &[Fork], planned: u32) -> Report {
         .unwrap_or_default();
     report.finished_at = written.iter().filter_map(|r| r.finished_at.clone()).max();
     report.environment.loadavg_end = written.last().and_then(|r| r.environment.loadavg_end);
-    let probes = |end: bool| -> Vec<crate::calibration::Probe> {
+    let probes = |end: bool| -> Vec<Probe> {
         written
             .iter()
             .filter_map(|r| r.environment.calibration)

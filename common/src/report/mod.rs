@@ -106,7 +106,13 @@ pub fn throughput_table(report: &Report) -> Table {
     // Workloads measured in different units (docs/s beside queries/s) say theirs on each row.
     let mixed_units = report.cells.iter().any(|c| c.unit != unit);
     let shown = if mixed_units { "unit per row" } else { unit };
-    let title = if rounds == 1 {
+    let forks = report.forks.len();
+    let title = if forks >= 2 {
+        format!(
+            "Throughput ({shown}, median of {forks} forks' medians of {rounds} round{} each, min–max of every round)",
+            if rounds == 1 { "" } else { "s" }
+        )
+    } else if rounds == 1 {
         format!("Throughput ({shown}, one round)")
     } else {
         format!("Throughput ({shown}, median of {rounds} rounds, min–max)")
@@ -249,8 +255,12 @@ pub fn method_line(report: &Report) -> String {
         Some(n) => format!("{n} {many}"),
         None => format!("? {many}"),
     };
+    let processes = match report.forks.len() {
+        0 | 1 => String::new(),
+        n => format!(" in each of {n} forks (fresh processes, one after another)"),
+    };
     format!(
-        "{} × {duration} per workload and system, {} discarded, systems interleaved in alternating order; {rate}.",
+        "{} × {duration} per workload and system{processes}, {} discarded, systems interleaved in alternating order; {rate}.",
         count("rounds", "measured round", "measured rounds"),
         count("warmup", "warm-up", "warm-ups"),
     )

@@ -2,9 +2,9 @@
 //! (`crud` for seed 000's workloads, `app` for seeds 003/004's scenarios).
 
 mod app;
-pub(crate) mod crud;
+mod crud;
 mod stopped;
-pub(crate) mod ycsb;
+mod ycsb;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -29,5 +29,17 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         Suite::Crud(crud) => crud::run(crud, interrupt).await,
         Suite::App(app) => app::run(app, interrupt).await,
         Suite::Ycsb(ycsb) => ycsb::run(ycsb, interrupt).await,
+    }
+}
+
+/// The CRUD and YCSB suites run in forks; the app suite in one process (its verdicts are on
+/// per-round figures of its own, not yet kept per fork).
+impl common::fork::Forking for Opts {
+    fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
+        match &self.suite {
+            crate::opts::Suite::Crud(o) => Some((crud::TOOL, &o.common)),
+            crate::opts::Suite::Ycsb(o) => Some((ycsb::TOOL, &o.common)),
+            crate::opts::Suite::App(_) => None,
+        }
     }
 }
