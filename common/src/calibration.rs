@@ -1,7 +1,7 @@
 //! The machine's calibration probe: two fixed, short measurements taken when a run starts and
 //! when it ends (in every fork), so that `compare` can tell a change in the system from a
 //! change in the machine under it. A CPU-bound loop's nanoseconds per iteration, and a
-//! memory-latency chase (a random cycle through 16 MiB, each load depending on the one
+//! memory-latency chase (a random cycle through 64 MiB, each load depending on the one
 //! before) in nanoseconds per load. Each is the fastest of 25 short repeats: the probe asks what
 //! the machine can do, not how busy it happened to be for one repeat. The durable-write floor
 //! (`Environment::durable_write_floor_ns`) is the third probe, measured already.
@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 const REPEATS: usize = 25;
 /// Iterations of the CPU loop per repeat (about 0.3 ms on a 2020s core).
 const CPU_ITERATIONS: u64 = 200_000;
-/// Slots of the memory chase: 4 Mi × 4 bytes = 16 MiB, past most L2 caches.
-const CHASE_SLOTS: usize = 4 << 20;
+/// Slots of the memory chase: 16 Mi × 4 bytes = 64 MiB, past the last-level cache of most
+/// machines, so the chase measures memory, not a cache shared with whoever else runs there.
+const CHASE_SLOTS: usize = 16 << 20;
 /// Loads per repeat of the chase (about 1 ms).
-const CHASE_LOADS: usize = 20_000;
+const CHASE_LOADS: usize = 10_000;
 
 /// Two runs whose probes differ by more than this share were not measured on the same
 /// machine state: `compare` gives them no verdict.
@@ -30,7 +31,7 @@ pub const TOLERANCE: f64 = 0.20;
 pub struct Probe {
     /// A dependent integer loop (multiply, xor, shift): nanoseconds per iteration.
     pub cpu_ns_per_iter: f64,
-    /// A pointer chase through 16 MiB in random order: nanoseconds per load.
+    /// A pointer chase through 64 MiB in random order: nanoseconds per load.
     pub memory_ns_per_load: f64,
 }
 
@@ -54,14 +55,14 @@ impl Calibration {
     }
 }
 
-/// Measures the probe now (about 60 ms in all, most of it laying out the chase).
+/// Measures the probe now (about 50 ms in all, most of it laying out the chase).
 pub fn probe() -> Probe {
     Probe {
         cpu_ns_per_iter: fastest(|| cpu_loop(CPU_ITERATIONS)) / CPU_ITERATIONS as f64,
         memory_ns_per_load: {
             let cycle = random_cycle(CHASE_SLOTS);
             // Each repeat goes on from where the last one stopped: every load is to a slot not
-            // visited yet (25 × 20 Ki of 4 Mi), so none finds its line in a cache.
+            // visited yet (25 × 10 Ki of 16 Mi), so none finds its line in a cache.
             let mut at = 0u32;
             fastest(|| {
                 at = chase(&cycle, at, CHASE_LOADS);
@@ -91,19 +92,15 @@ fn cpu_loop(iterations: u64) -> u64 {
     x
 }
 
-/// A single cycle through every slot (Sattolo's algorithm, fixed seed): following it visits
-/// the slots in an order no prefetcher can guess.
+/// A single cycle through every slot (`slots` a power of two): slot i leads to slot
+/// (a·i + c) mod slots, a full-period linear congruential map (c odd, a ≡ 1 mod 4), whose
+/// successive addresses have no stride a prefetcher could follow. Laid out in one pass.
 fn random_cycle(slots: usize) -> Vec<u32> {
-    let mut next: Vec<u32> = (0..slots as u32).collect();
-    let mut state = 0x2545_F491_4F6C_DD1D_u64;
-    for i in (1..slots).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let j = (state % i as u64) as usize;
-        next.swap(i, j);
-    }
-    next
+    debug_assert!(slots.is_power_of_two());
+    let mask = (slots - 1) as u64;
+    (0..slots as u64)
+        .map(|i| (i.wrapping_mul(0x5DEE_CE66D).wrapping_add(0xB) & mask) as u32)
+        .collect()
 }
 
 /// Follows the cycle `loads` steps from `at`; where it stopped.
@@ -161,13 +158,13 @@ mod tests {
             p.memory_ns_per_load > 0.0 && p.memory_ns_per_load < 100_000.0,
             "{p:?}"
         );
-        let cycle = random_cycle(1000);
+        let cycle = random_cycle(1024);
         let (mut at, mut seen) = (0u32, std::collections::BTreeSet::new());
-        for _ in 0..1000 {
+        for _ in 0..1024 {
             seen.insert(at);
             at = cycle[at as usize];
         }
-        assert_eq!(seen.len(), 1000, "one cycle through every slot");
+        assert_eq!(seen.len(), 1024, "one cycle through every slot");
     }
 
     #[test]

@@ -177,7 +177,17 @@ pub fn command_with_tooling<P: clap::CommandFactory>() -> clap::Command {
     let base = P::command();
     let alone = !base.has_subcommands();
     let name = base.get_name().to_owned();
+    // The tool's own about opens its --help, not the doc comment of the tooling subcommands.
+    let (about, long_about) = (base.get_about().cloned(), base.get_long_about().cloned());
     let mut command = Tooling::augment_subcommands(base);
+    command = match about {
+        Some(about) => command.about(about),
+        None => command.about(None::<&'static str>),
+    };
+    command = match long_about {
+        Some(long) => command.long_about(long),
+        None => command.long_about(None::<&'static str>),
+    };
     if alone {
         command = command.args_conflicts_with_subcommands(true);
     }
@@ -288,6 +298,23 @@ mod tests {
         Crud(CommonOpts),
         #[command(flatten)]
         Tooling(Tooling),
+    }
+
+    /// A tool that says what it measures.
+    #[derive(Parser, Debug)]
+    #[command(name = "x-bench", about = "Measures x, honestly")]
+    struct Described {
+        #[command(flatten)]
+        common: CommonOpts,
+    }
+
+    #[test]
+    fn help_opens_with_what_the_tool_measures() {
+        let help = command_with_tooling::<Described>()
+            .render_help()
+            .to_string();
+        assert!(help.starts_with("Measures x, honestly"), "{help}");
+        assert!(!help.contains("The tooling subcommands of every"), "{help}");
     }
 
     #[test]

@@ -118,7 +118,7 @@ pub struct CommonOpts {
     /// every interval and verdict is computed over the forks' own figures, not over rounds
     /// of one process. One fork (`--forks 1`) measures no run-to-run variance: `compare` then
     /// gives no faster/slower across runs unless told `--assume-stable`.
-    #[arg(long, env = "FAIRBENCH_FORKS", default_value = "3", value_parser = positive_u32, value_name = "N")]
+    #[arg(long, env = "FAIRBENCH_FORKS", default_value = "4", value_parser = positive_u32, value_name = "N")]
     #[serde(default = "one_fork")]
     pub forks: u32,
 
@@ -430,8 +430,8 @@ mod tests {
     fn defaults_follow_the_design() {
         let cli = Cli::try_parse_from(["t"]).unwrap();
         let c = cli.common;
-        // Three processes of two measured rounds each, unless FAIRBENCH_FORKS says otherwise.
-        let forks = std::env::var("FAIRBENCH_FORKS").map_or(3, |v| v.parse().unwrap());
+        // Four processes of two measured rounds each, unless FAIRBENCH_FORKS says otherwise.
+        let forks = std::env::var("FAIRBENCH_FORKS").map_or(4, |v| v.parse().unwrap());
         assert_eq!((c.forks, c.fork), (forks, 0));
         assert_eq!(c.duration, Duration::from_secs(10));
         assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 2, 16, 42));

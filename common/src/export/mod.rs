@@ -65,8 +65,11 @@ pub trait ToolReport: Sync {
 
     /// `merge`: the tool's own cell figures (`extra`) of the merged run from every worker's
     /// part (`parts`, in worker-index order, each cell at the same place as in `merged`). The
-    /// default keeps worker 0's, as `merged` already has them.
-    fn merge_extras(&self, _parts: &[&Report], _merged: &mut Report) {}
+    /// default keeps worker 0's, as `merged` already has them. An `Err` (one line: which cell,
+    /// which worker, what cannot be added up) refuses the merge.
+    fn merge_extras(&self, _parts: &[&Report], _merged: &mut Report) -> Result<(), String> {
+        Ok(())
+    }
 
     /// `k8s-manifest`: the tool's own worker-mode check of the arguments every worker gets
     /// (the benchmark's, then the worker flags the manifest sets), as its run checks them
@@ -107,8 +110,8 @@ impl ToolReport for WithWorkerCheck<'_> {
         self.report.charts(report)
     }
 
-    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
-        self.report.merge_extras(parts, merged);
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) -> Result<(), String> {
+        self.report.merge_extras(parts, merged)
     }
 
     fn refuse_workers(&self, worker_args: &[String]) -> Result<(), String> {
@@ -183,8 +186,8 @@ impl ToolReport for BySuite<'_> {
         self.of(report).charts(report)
     }
 
-    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
-        self.of(merged).merge_extras(parts, merged);
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) -> Result<(), String> {
+        self.of(merged).merge_extras(parts, merged)
     }
 }
 

@@ -111,6 +111,24 @@ pub fn combine_cell(forks: &[(&ForkRun, Option<&Cell>)]) -> Cell {
         .iter()
         .flat_map(|(_, c)| c.latency_per_second_b64.clone())
         .collect();
+    // A tool's own per-round lists (`extra` keys starting `round_`) are laid end to end too.
+    let lists: Vec<String> = cell
+        .extra
+        .keys()
+        .filter(|k| k.starts_with("round_"))
+        .cloned()
+        .collect();
+    for key in lists {
+        let joined: Option<Vec<serde_json::Value>> = present
+            .iter()
+            .map(|(_, c)| c.extra.get(&key)?.as_array().cloned())
+            .collect::<Option<Vec<_>>>()
+            .map(|lists| lists.concat());
+        match joined {
+            Some(values) => cell.extra.insert(key, serde_json::Value::Array(values)),
+            None => cell.extra.remove(&key),
+        };
+    }
     cell.round_opened_at_ms = present
         .iter()
         .flat_map(|(_, c)| c.round_opened_at_ms.clone())

@@ -59,7 +59,11 @@ pub fn render_throughput(report: &Report) -> Option<String> {
         CHART,
         &systems,
         &format!("Throughput per round — {} {}", report.tool, report.suite),
-        "Each dot is one measured round, the bar the median of the rounds; every workload has its own scale from zero.",
+        if report.forks.len() >= 2 {
+            "Each ring is one fork's median, each small dot one round, the bar the median of the forks; every workload has its own scale from zero."
+        } else {
+            "Each dot is one measured round, the bar the median of the rounds; every workload has its own scale from zero."
+        },
     );
     for (w, workload) in workloads.iter().enumerate() {
         panel(&mut svg, report, workload, 56.0 + panel_h * w as f64);
@@ -112,12 +116,12 @@ fn panel(svg: &mut String, report: &Report, workload: &str, top: f64) {
             mid + 4.0
         );
         let cell = cells.iter().find(|c| c.system == system.name);
-        match cell.and_then(|c| c.usable_throughput()) {
-            Some(t) => row(
+        match cell.and_then(|c| c.usable_throughput().map(|t| (t, c))) {
+            Some((t, c)) => row(
                 svg,
                 &system.name,
                 system_color(report, &system.name),
-                t,
+                (t, &c.forks),
                 &x,
                 mid,
             ),
@@ -134,15 +138,18 @@ fn panel(svg: &mut String, report: &Report, workload: &str, top: f64) {
     }
 }
 
-/// One system's row: the median bar, a dot per round, the figure at the right.
+/// One system's row: the median bar, a dot per round, the figure at the right. A cell measured
+/// in forks gets a larger ring per fork at that fork's median (the replicates its interval is
+/// computed over), its rounds small dots.
 fn row(
     svg: &mut String,
     system: &str,
     color: &str,
-    t: &crate::results::Throughput,
+    (t, forks): (&crate::results::Throughput, &[crate::results::ForkFigures]),
     x: &Linear,
     mid: f64,
 ) {
+    let forked = forks.len() >= 2;
     let name = escape(system);
     let _ = writeln!(
         svg,
@@ -151,14 +158,27 @@ fn row(
         (x.at(t.median) - LABEL_W).max(1.0),
         format_rate(t.median)
     );
+    let radius = if forked { 2.5 } else { 4.0 };
     for (i, value) in t.rounds.iter().enumerate() {
         let _ = writeln!(
             svg,
-            r#"<circle data-system="{name}" cx="{:.1}" cy="{mid:.1}" r="4" fill="{color}" stroke="white" stroke-width="1"><title>{name}, round {}: {}</title></circle>"#,
+            r#"<circle data-system="{name}" cx="{:.1}" cy="{mid:.1}" r="{radius}" fill="{color}" stroke="white" stroke-width="1"><title>{name}, round {}: {}</title></circle>"#,
             x.at(*value),
             i + 1,
             format_rate(*value)
         );
+    }
+    for fork in forks.iter().filter(|_| forked) {
+        if let Some(value) = fork.throughput {
+            let _ = writeln!(
+                svg,
+                r#"<circle data-system="{name}" data-fork="{}" cx="{:.1}" cy="{mid:.1}" r="7" fill="none" stroke="{color}" stroke-width="2"><title>{name}, fork {}: median {}</title></circle>"#,
+                fork.fork,
+                x.at(value),
+                fork.fork,
+                format_rate(value)
+            );
+        }
     }
     let range = if t.rounds.len() > 1 {
         format!(" ({}–{})", format_rate(t.min), format_rate(t.max))
@@ -188,8 +208,46 @@ mod tests {
         assert_eq!(svg.matches("<rect data-system=").count(), 5);
         assert!(svg.contains(">invalid</text>"));
         assert!(svg.contains(r#"data-chart="throughput-rounds""#));
+        assert!(!svg.contains("data-fork="), "no forks, no rings");
         assert!(svg.contains(r#"data-systems="[&quot;a&quot;,&quot;b&quot;,&quot;c&quot;]""#));
         assert!(svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn a_cell_measured_in_forks_gets_a_ring_per_fork_at_its_median() {
+        let mut report = crate::report::tests::sample();
+        let cell = report
+            .cells
+            .iter_mut()
+            .find(|c| c.usable_throughput().is_some())
+            .unwrap();
+        let median = cell.throughput.as_ref().unwrap().median;
+        cell.forks = (1..=3)
+            .map(|fork| crate::results::ForkFigures {
+                fork,
+                status: crate::results::Status::Ok,
+                reason: None,
+                throughput: Some(median * (0.9 + 0.1 * f64::from(fork))),
+                latency_p50_ns: None,
+                latency_p99_ns: None,
+                rounds: Vec::new(),
+            })
+            .collect();
+        report.forks = (1..=3)
+            .map(|fork| crate::results::ForkRun {
+                fork,
+                pid: fork,
+                ended: "exit 0".into(),
+                started_at: None,
+                finished_at: None,
+                results: format!("forks/{fork}"),
+                calibration: None,
+            })
+            .collect();
+        let svg = &render_svg_charts(&report)[0].1;
+        assert_eq!(svg.matches("data-fork=").count(), 3);
+        assert!(svg.contains("fork 2: median"), "{svg}");
+        assert!(svg.contains("Each ring is one fork's median"));
     }
 
     #[test]

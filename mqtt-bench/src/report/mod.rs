@@ -302,8 +302,8 @@ pub struct MqttReport;
 
 impl ToolReport for MqttReport {
     /// A merged run's delivery accounting: every worker's added up.
-    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
-        merged::merge_extras(parts, merged);
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) -> Result<(), String> {
+        merged::merge_extras(parts, merged)
     }
 
     /// The broker's own chart: the QoS 0 sweep's delivered against offered rate.

@@ -51,6 +51,22 @@ fn ns(value: Option<f64>) -> String {
     value.map_or("–".into(), |v| format!("{v:.0} ns"))
 }
 
+/// `lost / duplicated / reordered` of a cell that counted its deliveries; `–` and the cell's
+/// status when it counted nothing (a cell that measured nothing lost nothing only in the sense
+/// that it sent nothing).
+fn delivery(c: &Cell) -> String {
+    let counted = c.extra.get("delivery").filter(|d| d.is_object());
+    let n = |k: &str| counted.and_then(|d| d[k].as_u64());
+    let sent_something = n("sent").is_some_and(|sent| sent > 0) || c.status == Status::Ok;
+    match (n("lost"), n("duplicates"), n("out_of_order")) {
+        (Some(lost), Some(duplicates), Some(reordered)) if sent_something => {
+            format!("{lost} / {duplicates} / {reordered}")
+        }
+        _ if c.status != Status::Ok => format!("– ({})", c.status.as_str()),
+        _ => "–".into(),
+    }
+}
+
 /// One broker's QoS table.
 fn qos_table(report: &Report, system: &str) -> Option<Table> {
     let cells: Vec<&Cell> = report
@@ -101,16 +117,7 @@ fn qos_table(report: &Report, system: &str) -> Option<Table> {
                 .and_then(|v| v.as_f64());
             format!("{} / {}", ns(c.client_cpu_ns_per_op), ns(broker))
         }));
-        rows.push(line("lost / duplicated / reordered", &|c| {
-            let d = c.extra.get("delivery");
-            let n = |k: &str| d.and_then(|d| d[k].as_u64()).unwrap_or(0);
-            format!(
-                "{} / {} / {}",
-                n("lost"),
-                n("duplicates"),
-                n("out_of_order")
-            )
-        }));
+        rows.push(line("lost / duplicated / reordered", &|c| delivery(c)));
     }
     (!rows.is_empty()).then(|| Table {
         title: format!("{system}: QoS 0, 1 and 2 side by side (median of the measured rounds)"),
@@ -284,6 +291,25 @@ pub fn figures_table(report: &Report) -> Option<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_that_sent_nothing_shows_no_delivery_counts_but_its_status() {
+        let mut cell = Cell::new("acked publish, qos1", "b", "msg/s", 1, 1);
+        cell.status = Status::Error;
+        cell.extra.insert(
+            "delivery".into(),
+            serde_json::json!({"sent": 0, "lost": 0, "duplicates": 0, "out_of_order": 0}),
+        );
+        assert_eq!(delivery(&cell), "– (error)");
+        cell.extra.remove("delivery");
+        assert_eq!(delivery(&cell), "– (error)");
+        cell.status = Status::Ok;
+        cell.extra.insert(
+            "delivery".into(),
+            serde_json::json!({"sent": 10, "lost": 1, "duplicates": 2, "out_of_order": 3}),
+        );
+        assert_eq!(delivery(&cell), "1 / 2 / 3");
+    }
 
     #[test]
     fn a_broker_whose_memory_did_not_grow_gives_no_figure_per_connection() {

@@ -60,7 +60,20 @@ fn figure(cell: &Cell) -> Option<(f64, bool)> {
 /// Each round's own figure, from which the verdicts' intervals come: a write's rows/s per
 /// round (`throughput.rounds`, whose median is the figure shown), a read's median iteration
 /// time per round.
+/// With two or more forks, each fork's own figure instead (the process is the unit of
+/// replication): its median rows/s, or its median iteration time.
 fn per_round(cell: &Cell) -> Vec<f64> {
+    if cell.forks.len() >= 2 {
+        let write = scenario_of(cell).is_some_and(|s| s.is_write());
+        return cell
+            .forks
+            .iter()
+            .filter_map(|f| match write {
+                true => f.throughput,
+                false => f.latency_p50_ns.map(|ns| ns as f64),
+            })
+            .collect();
+    }
     match scenario_of(cell) {
         Some(s) if s.is_write() => cell
             .throughput
@@ -126,7 +139,13 @@ pub fn judge(report: &Report) -> Judgement {
             } else {
                 (&base_rounds, &other_rounds)
             };
-            match judge_rounds(faster, slower, threshold, Direction::HigherIsBetter) {
+            // The one comparability check every suite goes through (durability, mode, index
+            // set): cells that mean different things get no ratio.
+            let judged = match common::verdict::incomparable(other, base) {
+                Some(reason) => Err(reason),
+                None => judge_rounds(faster, slower, threshold, Direction::HigherIsBetter),
+            };
+            match judged {
                 Ok((ratio, interval, verdict)) => judgement.verdicts.push(Verdict {
                     workload: scenario.clone(),
                     system: system.name.clone(),
@@ -650,6 +669,64 @@ mod tests {
         assert!((verdicts[0].ratio - b.median / throughput.median).abs() < 1e-9);
         assert!((verdicts[0].ratio - 2.0).abs() < 1e-6);
         assert!(verdicts[0].interval[0] <= 2.0 + 1e-6 && verdicts[0].interval[1] >= 2.0 - 1e-6);
+    }
+
+    #[test]
+    fn an_engine_with_unmatched_durability_gets_no_verdict_against_a_durable_one() {
+        let mut report = report();
+        let fill_b = report
+            .cells
+            .iter_mut()
+            .find(|c| c.workload == "fill" && c.system == "b")
+            .unwrap();
+        fill_b.labels.push("unmatched durability".into());
+        let judged = judge(&report);
+        assert!(!judged.verdicts.iter().any(|v| v.workload == "fill"));
+        let none = judged
+            .no_verdicts
+            .iter()
+            .find(|n| n.workload == "fill")
+            .unwrap();
+        assert!(none.reason.starts_with("not comparable"), "{none:?}");
+    }
+
+    #[test]
+    fn with_forks_the_verdict_is_over_each_forks_figure() {
+        let mut report = report();
+        for cell in report
+            .cells
+            .iter_mut()
+            .filter(|c| c.workload == "inspection")
+        {
+            let p50 = cell.latency_ns.unwrap().p50 as f64;
+            // Each fork's median: one of three forks of b twice as slow as the others.
+            let spread: [f64; 3] = if cell.system == "b" {
+                [1.0, 2.0, 1.0]
+            } else {
+                [1.0; 3]
+            };
+            cell.forks = spread
+                .iter()
+                .enumerate()
+                .map(|(i, k)| common::results::ForkFigures {
+                    fork: i as u32 + 1,
+                    status: Status::Ok,
+                    reason: None,
+                    throughput: None,
+                    latency_p50_ns: Some((p50 * k) as u64),
+                    latency_p99_ns: None,
+                    rounds: Vec::new(),
+                })
+                .collect();
+        }
+        let verdict = judge(&report)
+            .verdicts
+            .into_iter()
+            .find(|v| v.workload == "inspection")
+            .unwrap();
+        // Over the rounds (3.9–4.1 ms against 7.9–8.1 ms) b is twice as fast; over the forks one
+        // of which is as slow as a, the interval reaches 1.
+        assert_eq!(verdict.verdict, VerdictKind::Inconclusive, "{verdict:?}");
     }
 
     #[test]

@@ -30,8 +30,8 @@ impl ToolReport for YcsbReport {
         )
     }
 
-    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) {
-        super::ycsb_merged::merge_extras(parts, merged);
+    fn merge_extras(&self, parts: &[&Report], merged: &mut Report) -> Result<(), String> {
+        super::ycsb_merged::merge_extras(parts, merged)
     }
 }
 

@@ -32,14 +32,13 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     }
 }
 
-/// The CRUD and YCSB suites run in forks; the app suite in one process (its verdicts are on
-/// per-round figures of its own, not yet kept per fork).
+/// Every suite's run forks.
 impl common::fork::Forking for Opts {
     fn forking(&self) -> Option<(common::run::Tool, &common::options::CommonOpts)> {
         match &self.suite {
             crate::opts::Suite::Crud(o) => Some((crud::TOOL, &o.common)),
             crate::opts::Suite::Ycsb(o) => Some((ycsb::TOOL, &o.common)),
-            crate::opts::Suite::App(_) => None,
+            crate::opts::Suite::App(o) => Some((app::TOOL, &o.common)),
         }
     }
 }

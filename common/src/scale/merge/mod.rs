@@ -75,7 +75,9 @@ pub fn run(args: &MergeArgs, tool: &str, renderer: &dyn ToolReport) -> anyhow::R
     let mut report = merge(&parts, args.expect_workers)?;
     let mut ordered: Vec<&Report> = parts.iter().map(|(_, r)| r).collect();
     ordered.sort_by_key(|r| r.worker.as_ref().map(|w| w.index));
-    renderer.merge_extras(&ordered, &mut report);
+    renderer
+        .merge_extras(&ordered, &mut report)
+        .map_err(anyhow::Error::msg)?;
     if let Some(options) = report.options.as_object_mut() {
         options.insert(
             "output".into(),

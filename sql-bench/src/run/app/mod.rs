@@ -21,7 +21,7 @@ use crate::suites::app::scenarios::Scenario;
 use crate::suites::app::{COLLECTION, Data};
 use crate::systems::{self, Connected};
 
-const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "sql-bench",
     version: env!("CARGO_PKG_VERSION"),
     suite: "app",
