@@ -22,7 +22,7 @@ pub struct CommonOpts {
     pub reference: Option<String>,
 
     /// Length of one measured window.
-    #[arg(long, default_value = "10s", value_parser = human::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = human::parse_duration)]
     #[serde(
         rename = "duration_s",
         serialize_with = "seconds",
@@ -433,13 +433,13 @@ mod tests {
         // Four processes of two measured rounds each, unless FAIRBENCH_FORKS says otherwise.
         let forks = std::env::var("FAIRBENCH_FORKS").map_or(4, |v| v.parse().unwrap());
         assert_eq!((c.forks, c.fork), (forks, 0));
-        assert_eq!(c.duration, Duration::from_secs(10));
+        assert_eq!(c.duration, Duration::from_secs(5));
         assert_eq!((c.warmup, c.rounds, c.connections, c.seed), (1, 2, 16, 42));
         assert_eq!(c.ceiling, Duration::from_secs(120));
         assert_eq!(c.threshold, DEFAULT_THRESHOLD);
         assert!(c.rate.is_none() && c.targets.is_empty() && !c.quiet);
         let json = serde_json::to_value(&c).unwrap();
-        assert_eq!(json["duration_s"], 10.0);
+        assert_eq!(json["duration_s"], 5.0);
         assert_eq!(json["ceiling_s"], 120.0);
     }
 
