@@ -230,7 +230,7 @@ mod tests {
             panic!("crud");
         };
         let stored = serde_json::to_value(&crud).unwrap();
-        assert_eq!(stored["duration_s"], 10.0);
+        assert_eq!(stored["duration_s"], 5.0);
         let back: CrudOpts = serde_json::from_value(stored).unwrap();
         assert_eq!(back.common, crud.common);
         assert_eq!(back.config, Durability::C0);
