@@ -4,32 +4,47 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// The two signals that stop a run, listened to together.
+pub struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    /// Listens for both on the current tokio runtime; `None` when they cannot be listened to.
+    pub fn listen() -> Option<Signals> {
+        Some(Signals {
+            interrupt: signal(SignalKind::interrupt()).ok()?,
+            terminate: signal(SignalKind::terminate()).ok()?,
+        })
+    }
+
+    /// Waits for the next of either, and names it.
+    pub async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "Ctrl-C",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
 
 /// Installs the handler on the current tokio runtime and returns the flag it sets.
 pub fn install() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = flag.clone();
     tokio::spawn(async move {
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
+        let Some(mut signals) = Signals::listen() else {
             return;
         };
-        for press in 0.. {
-            let name = tokio::select! {
-                _ = interrupt.recv() => "Ctrl-C",
-                _ = terminate.recv() => "SIGTERM",
-            };
-            if press > 0 {
-                std::process::exit(130);
-            }
-            set.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\ninterrupted ({name}): finishing the current window and writing the report (again to quit now)"
-            );
-        }
+        let name = signals.next().await;
+        set.store(true, Ordering::SeqCst);
+        eprintln!(
+            "\ninterrupted ({name}): finishing the current window and writing the report (again to quit now)"
+        );
+        signals.next().await;
+        std::process::exit(130);
     });
     flag
 }

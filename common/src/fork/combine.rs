@@ -5,7 +5,7 @@
 //! and how it ended; what the other forks measured stays in `forks`.
 
 use crate::calibration::{Calibration, Probe};
-use crate::histogram::{add, decode_histogram, encode_histogram, new_histogram};
+use crate::histogram::encode_histogram;
 use crate::protocol::severity;
 use crate::recorder::percentiles;
 use crate::results::{Cell, ForkFigures, ForkRun, Report, Status, Throughput, median};
@@ -40,14 +40,18 @@ fn figures(fork: u32, cell: &Cell) -> ForkFigures {
     }
 }
 
-/// The sum of the encoded histograms, `None` when none has one or one cannot be read.
-fn added<'a>(encoded: impl Iterator<Item = Option<&'a String>>) -> Option<String> {
-    let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
-    for text in encoded {
-        let histogram = decode_histogram(text?).ok()?;
-        add(sum.get_or_insert_with(new_histogram), &histogram);
+/// The sum of the forks' histograms and its percentiles; neither when a fork has none or one
+/// cannot be read.
+fn added<'a>(
+    encoded: impl Iterator<Item = Option<&'a String>> + Clone,
+) -> (Option<String>, Option<crate::results::Percentiles>) {
+    if encoded.clone().any(|text| text.is_none()) {
+        return (None, None);
     }
-    sum.as_ref().map(encode_histogram)
+    match crate::scale::merge::add_encoded(encoded) {
+        Ok(Some(sum)) => (Some(encode_histogram(&sum)), percentiles(&sum)),
+        _ => (None, None),
+    }
 }
 
 /// The cell of the combined run from each fork's (`None`: the fork never measured it).
@@ -133,20 +137,13 @@ pub fn combine_cell(forks: &[(&ForkRun, Option<&Cell>)]) -> Cell {
         .iter()
         .flat_map(|(_, c)| c.round_opened_at_ms.clone())
         .collect();
-    cell.histogram_b64 = added(present.iter().map(|(_, c)| c.histogram_b64.as_ref()));
-    cell.latency_ns = match &cell.histogram_b64 {
-        Some(text) => decode_histogram(text).ok().as_ref().and_then(percentiles),
-        None => None,
-    };
-    cell.service_histogram_b64 = added(
+    (cell.histogram_b64, cell.latency_ns) =
+        added(present.iter().map(|(_, c)| c.histogram_b64.as_ref()));
+    (cell.service_histogram_b64, cell.service_time_ns) = added(
         present
             .iter()
             .map(|(_, c)| c.service_histogram_b64.as_ref()),
     );
-    cell.service_time_ns = match &cell.service_histogram_b64 {
-        Some(text) => decode_histogram(text).ok().as_ref().and_then(percentiles),
-        None => None,
-    };
     cell.counts.ok = present.iter().map(|(_, c)| c.counts.ok).sum();
     cell.counts.error = present.iter().map(|(_, c)| c.counts.error).sum();
     cell.counts.timeout = present.iter().map(|(_, c)| c.counts.timeout).sum();

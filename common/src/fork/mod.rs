@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use anyhow::Context;
 
 use crate::exit::Exit;
-use crate::export::{ToolReport, exporters};
+use crate::export::ToolReport;
 use crate::options::CommonOpts;
 use crate::results::ForkRun;
 use crate::run::{Summary, Tool};
@@ -83,7 +83,6 @@ fn watch_signals(child: Arc<AtomicI32>) -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = flag.clone();
     std::thread::spawn(move || {
-        use tokio::signal::unix::{SignalKind, signal};
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -91,17 +90,11 @@ fn watch_signals(child: Arc<AtomicI32>) -> Arc<AtomicBool> {
             return;
         };
         runtime.block_on(async move {
-            let (Ok(mut interrupt), Ok(mut terminate)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
+            let Some(mut signals) = crate::interrupt::Signals::listen() else {
                 return;
             };
             for press in 0.. {
-                tokio::select! {
-                    _ = interrupt.recv() => {}
-                    _ = terminate.recv() => {}
-                }
+                signals.next().await;
                 set.store(true, Ordering::SeqCst);
                 let pid = child.load(Ordering::SeqCst);
                 if pid > 0 {
@@ -131,10 +124,7 @@ pub fn run_forks(
     renderer: &dyn ToolReport,
 ) -> anyhow::Result<Summary> {
     let count = common.forks;
-    let dir = common.output.clone().unwrap_or_else(|| {
-        let now = crate::clock::now_rfc3339();
-        ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
-    });
+    let dir = crate::run::results_path(tool, common);
     let results = ResultsDir::create(&dir)?;
     let forks_dir = dir.join("forks");
     std::fs::create_dir_all(&forks_dir)
@@ -218,19 +208,7 @@ pub fn run_forks(
             forks.len()
         ));
     }
-    let judgement = renderer.judge(&report);
-    report.verdicts = judgement.verdicts;
-    report.no_verdicts = judgement.no_verdicts;
-    results.write_exports(&report, &exporters(renderer))?;
-    println!("{}", crate::redact::scrub(&renderer.terminal(&report)));
-    if !common.quiet {
-        eprintln!("results: {}", results.path().display());
-    }
-    Ok(Summary {
-        exit: Exit::of(&report),
-        results_dir: results.path().to_owned(),
-        report,
-    })
+    crate::run::publish(report, &results, renderer, common.quiet)
 }
 
 /// A fork's report, when it wrote one.

@@ -110,11 +110,7 @@ impl Lifecycle {
             end: None,
         });
         crate::protocol::set_fork(common.fork);
-        let dir = common.output.clone().unwrap_or_else(|| {
-            let now = crate::clock::now_rfc3339();
-            ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
-        });
-        let results = ResultsDir::create(&dir)?;
+        let results = ResultsDir::create(&results_path(tool, common))?;
         if let Ok(floor) = durable_write_floor(results.path(), FLOOR_BUDGET) {
             environment.durable_write_floor_ns = Some(floor);
             environment.durable_write_floor_path = Some(results.path().display().to_string());
@@ -365,21 +361,40 @@ impl Recording {
             calibration.end = Some(crate::calibration::probe());
         }
         report.finished_at = Some(crate::clock::now_rfc3339());
-        let judgement = tool.judge(&report);
-        report.verdicts = judgement.verdicts;
-        report.no_verdicts = judgement.no_verdicts;
-        results.write_exports(&report, &exporters(tool))?;
         drop(progress);
-        println!("{}", crate::redact::scrub(&tool.terminal(&report)));
-        if !quiet {
-            eprintln!("results: {}", results.path().display());
-        }
-        Ok(Summary {
-            exit: Exit::of(&report),
-            results_dir: results.path().to_owned(),
-            report,
-        })
+        publish(report, &results, tool, quiet)
     }
+}
+
+/// Where a run's results go: `--output`, else `results/<tool>-<suite>-<UTC timestamp>/`.
+pub fn results_path(tool: Tool, common: &CommonOpts) -> std::path::PathBuf {
+    common.output.clone().unwrap_or_else(|| {
+        let now = crate::clock::now_rfc3339();
+        ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
+    })
+}
+
+/// The end of every finished run, in one process or made of forks: the verdicts, every export
+/// written once, the summary printed, and the exit code.
+pub fn publish(
+    mut report: Report,
+    results: &ResultsDir,
+    tool: &dyn ToolReport,
+    quiet: bool,
+) -> anyhow::Result<Summary> {
+    let judgement = tool.judge(&report);
+    report.verdicts = judgement.verdicts;
+    report.no_verdicts = judgement.no_verdicts;
+    results.write_exports(&report, &exporters(tool))?;
+    println!("{}", crate::redact::scrub(&tool.terminal(&report)));
+    if !quiet {
+        eprintln!("results: {}", results.path().display());
+    }
+    Ok(Summary {
+        exit: Exit::of(&report),
+        results_dir: results.path().to_owned(),
+        report,
+    })
 }
 
 #[cfg(test)]

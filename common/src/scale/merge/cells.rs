@@ -11,7 +11,7 @@ use crate::recorder::percentiles;
 use crate::results::{Cell, Percentiles, Throughput};
 
 /// Adds the encoded histograms; `None` when no part has one.
-fn add_encoded<'a>(
+pub(crate) fn add_encoded<'a>(
     encoded: impl Iterator<Item = Option<&'a String>>,
 ) -> Result<Option<Histogram<u64>>, String> {
     let mut sum: Option<Histogram<u64>> = None;

@@ -6,6 +6,7 @@
 
 mod cells;
 
+pub(crate) use cells::add_encoded;
 pub use cells::merge_cell;
 
 use std::path::PathBuf;
