@@ -11,8 +11,9 @@ use crate::run::Lifecycle;
 use crate::target::TargetError;
 use crate::tls::{Endpoint, HANDSHAKE_TIMEOUT, Negotiated, Prelude, TlsSettings, probe};
 
-/// What a target needs besides its URL to reach its system: the results folder (embedded
-/// databases, stores and indexes live there), the run's secrets (`--password-file`,
+/// What a target needs besides its URL to reach its system: the folder embedded databases,
+/// stores and indexes live in (the results folder; for a fork, the run's, which its forks
+/// share), the run's secrets (`--password-file`,
 /// `FAIRBENCH_PASSWORD_<NAME>`, `FAIRBENCH_API_KEY_<NAME>`) and `--insecure-skip-verify`.
 #[derive(Debug, Clone, Default)]
 pub struct Reach {
@@ -25,7 +26,7 @@ impl Reach {
     /// What `lifecycle` read and `common` asked for.
     pub fn of(lifecycle: &Lifecycle, common: &CommonOpts) -> Reach {
         Reach {
-            results_dir: lifecycle.results_path().to_owned(),
+            results_dir: lifecycle.data_path().to_owned(),
             secrets: lifecycle.secrets().clone(),
             insecure_skip_verify: common.insecure_skip_verify,
         }

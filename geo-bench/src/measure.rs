@@ -195,7 +195,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
     let (n, first) = clients(workload, segment);
     let work = work(plan, workload, window_number, first);
     let writes = workload.writes();
-    let reset = match (writes && worker.prepares()).then_some(()) {
+    let reset = match (writes && worker.leads()).then_some(()) {
         Some(()) => system.target.reset_inserts().await.err(),
         None => None,
     };
@@ -230,7 +230,7 @@ pub async fn one_window(shared: &Shared<'_>, slot: Slot<'_>) -> Result<(), Barri
             Err(_) => (0, 0),
         };
         let (all_acknowledged, all_possible) = worker.sync_pair(acknowledged, possible).await?;
-        if ran.is_ok() && worker.prepares() {
+        if ran.is_ok() && worker.leads() {
             verify_writes(system, all_acknowledged, all_possible, round, b).await;
         }
     }

@@ -158,7 +158,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         "insert_curve".into(),
         crate::report::curve_json(&run.report),
     );
-    if worker.prepares() {
+    if worker.cleans_up(run.interrupted()) {
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&GeoReport)
@@ -190,7 +190,7 @@ async fn stopped(
     error: BarrierError,
 ) -> anyhow::Result<Summary> {
     // Worker 0 drops the data it made, as a run that ends does: every worker is stopping.
-    if worker.prepares() {
+    if worker.cleans_up(true) {
         cleanup(opts, systems, &mut run.report.notes).await;
     }
     let mut unfinished = Vec::new();

@@ -57,6 +57,16 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
             return Err(lifecycle.abandon_worker(&mut worker, &reason, e).await);
         }
     };
+    // Forks share the index the first one loaded and verified, unless the ingest is itself
+    // measured (each fork's rounds make their own) or an engine runs inside this process (its
+    // index is this process's handle on a folder: each fork makes its own).
+    if plan.measures_ingest()
+        || systems
+            .iter()
+            .any(|s| s.info.location == common::results::Location::Embedded)
+    {
+        worker = worker.in_fork(0, 1);
+    }
     lifecycle.progress().line(format!(
         "generating {} documents, {} queries per workload and their exact answers",
         common::human::format_thousands(opts.docs as f64),
@@ -82,7 +92,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     } = state;
     let notes = cpu_notes(&run.report);
     run.report.notes.extend(notes);
-    if worker.prepares() {
+    if worker.cleans_up(run.interrupted()) {
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&SearchReport)
@@ -105,8 +115,12 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
             "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
         );
     } else {
-        if state.worker.prepares() {
+        // Every fork counts the documents of the index it queries; the answers are verified
+        // once, by the fork that loaded it.
+        if state.worker.leads() {
             verify::counts(state).await;
+        }
+        if state.worker.prepares() {
             verify::answers(state).await;
         }
         state.save()?;

@@ -93,3 +93,74 @@ fn forks_are_processes_in_alternating_order_and_a_killed_fork_is_an_error_beside
     assert!(a[0] < b[0] && b[1] < a[1], "fork 1: a b, b a: {a:?} {b:?}");
     assert!(b[2] < a[2] && a[3] < b[3], "fork 2: b a, a b: {a:?} {b:?}");
 }
+
+/// Preparation happens once: the first fork makes and verifies the tables, every later fork
+/// opens the same data (an embedded engine's file in the run's folder, not the fork's),
+/// writes keys of its own into it, and the last fork drops the tables.
+#[test]
+fn the_first_fork_prepares_the_later_ones_open_its_data_and_the_last_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let ran = Command::new(env!("CARGO_BIN_EXE_sql-bench"))
+        .args([
+            "crud",
+            "--workloads",
+            "read-1c,write-1c",
+            "--connections",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--forks",
+            "3",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .env_remove("FAIRBENCH_FORKS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{stderr}");
+
+    // What each fork said lies between the parent's line naming it and the next one.
+    let said_by = |fork: usize| -> String {
+        let start = stderr.find(&format!("fork {fork}/3 · process")).unwrap();
+        let end = stderr[start + 1..]
+            .find(&format!("fork {}/3 · process", fork + 1))
+            .map_or(stderr.len(), |e| start + 1 + e);
+        stderr[start..end].to_owned()
+    };
+    assert!(said_by(1).contains("— preparing"), "{stderr}");
+    for fork in [2, 3] {
+        assert!(
+            !said_by(fork).contains("— preparing"),
+            "fork {fork}: {stderr}"
+        );
+    }
+    assert!(out.join("sqlite/fairbench.db").is_file());
+    for fork in 1..=3 {
+        assert!(!out.join(format!("forks/{fork}/sqlite")).exists());
+        // Every fork verified the tables it measured, the later ones from the catalog.
+        let part = read_report(&out.join(format!("forks/{fork}")));
+        assert!(!part.systems[0].verified.is_empty(), "fork {fork}");
+    }
+
+    // Every fork's write window checked its own inserts against the shared table.
+    let report = read_report(&out);
+    for cell in &report.cells {
+        assert_eq!(cell.status, Status::Ok, "{cell:?}");
+        assert_eq!(cell.forks.len(), 3);
+    }
+    let db = rusqlite::Connection::open(out.join("sqlite/fairbench.db")).unwrap();
+    let left: i64 = db
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'crud%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0, "the last fork drops the tables");
+}

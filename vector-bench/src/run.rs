@@ -52,8 +52,11 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     if opts.truth_only {
         return truth_only(opts, &plan, interrupt).await;
     }
-    let (lifecycle, mut worker) =
-        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
+    let (lifecycle, worker) = Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
+    // Each fork builds its indexes: the build is measured (its time, and the graph it makes
+    // sets the recall every later figure is matched on), so a fork that skipped it would
+    // leave those figures one process's.
+    let mut worker = worker.in_fork(0, 1);
     let reach = Reach::of(&lifecycle, &opts.common);
     let prepared = match prepare(opts, &plan, &reach, lifecycle.progress()).await {
         Ok(prepared) => prepared,

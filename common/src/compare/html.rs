@@ -148,8 +148,13 @@ pub fn render_html(c: &Comparison) -> String {
     if let Some(label) = caveat(c) {
         let _ = writeln!(
             body,
-            "<div class=\"caveat\"><strong>{}</strong> These runs differ in what makes them comparable; they were compared because --allow-different-environment was given.",
-            escape(&label)
+            "<div class=\"caveat\"><strong>{}</strong> {}",
+            escape(&label),
+            if c.allowed {
+                "These runs differ in what makes them comparable; they were compared because --allow-different-environment was given."
+            } else {
+                "These runs were measured on different machines: their figures are side by side, and no verdict spans them."
+            }
         );
         body.push_str(&list(
             &c.differences

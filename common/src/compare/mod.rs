@@ -156,8 +156,11 @@ pub struct Comparison {
     pub baseline: RunRef,
     pub candidate: RunRef,
     pub threshold: f64,
-    /// Where the runs differ in what makes them comparable (non-empty only when allowed).
+    /// Where the runs differ in what makes them comparable: compared anyway because allowed,
+    /// or only in their machine (figures side by side, verdicts withheld: `refused`).
     pub differences: Vec<Difference>,
+    /// The differences were allowed (`--allow-different-environment`): verdicts span them.
+    pub allowed: bool,
     pub cells: Vec<CellComparison>,
     pub appeared: Vec<LoneCell>,
     pub disappeared: Vec<LoneCell>,
@@ -275,6 +278,22 @@ fn regression_lines(c: &CellComparison) -> Vec<String> {
     lines
 }
 
+/// Takes every verdict back, each metric saying `reason` instead; a cell still regressed
+/// when it was ok and is no longer.
+fn withhold(cells: &mut [CellComparison], reason: &str) {
+    for x in cells {
+        for m in &mut x.metrics {
+            m.verdict = None;
+            m.no_verdict = Some(reason.to_owned());
+        }
+        x.regressed = x.baseline_status == Status::Ok && x.candidate_status != Status::Ok;
+    }
+}
+
+/// The kinds of difference that say the runs were measured on different machines: they may
+/// still be read side by side, but no verdict spans them.
+const MACHINE_KINDS: &[&str] = &["machine", "kernel"];
+
 /// Compares two runs already read (and checked comparable, or allowed not to be). A side
 /// measured in one process gets no verdict unless `assume_stable`; runs whose calibration
 /// probes moved beyond [`crate::calibration::TOLERANCE`] get none at all (`refused`).
@@ -312,13 +331,7 @@ pub fn compare_runs(
         )
     });
     if let Some(reason) = &refused {
-        for x in &mut cells {
-            for m in &mut x.metrics {
-                m.verdict = None;
-                m.no_verdict = Some(reason.clone());
-            }
-            x.regressed = x.baseline_status == Status::Ok && x.candidate_status != Status::Ok;
-        }
+        withhold(&mut cells, reason);
     }
     let appeared = c
         .cells
@@ -339,6 +352,7 @@ pub fn compare_runs(
         candidate: RunRef::of(candidate),
         threshold,
         differences: differences(b, c),
+        allowed: false,
         cells,
         appeared,
         disappeared,
@@ -356,8 +370,12 @@ pub fn compare_runs(
 pub fn run(args: &CompareArgs, tool: &str) -> anyhow::Result<Exit> {
     let baseline = load(&args.baseline, tool)?;
     let candidate = load(&args.candidate, tool)?;
-    let comparison = compare_runs(&baseline, &candidate, args.threshold, args.assume_stable);
-    if !comparison.differences.is_empty() && !args.allow_different_environment {
+    let mut comparison = compare_runs(&baseline, &candidate, args.threshold, args.assume_stable);
+    let (machines, others): (Vec<&Difference>, Vec<&Difference>) = comparison
+        .differences
+        .iter()
+        .partition(|d| MACHINE_KINDS.contains(&d.kind));
+    if !others.is_empty() && !args.allow_different_environment {
         eprintln!(
             "error: the runs differ in what makes them comparable (--allow-different-environment compares them anyway, every line labelled):"
         );
@@ -365,6 +383,19 @@ pub fn run(args: &CompareArgs, tool: &str) -> anyhow::Result<Exit> {
             eprintln!("  {}", d.line());
         }
         return Ok(Exit::BadInput);
+    }
+    comparison.allowed = args.allow_different_environment;
+    if !machines.is_empty() && !args.allow_different_environment && comparison.refused.is_none() {
+        // Another machine is not a mistake in the input: the figures are shown side by side,
+        // but a ratio between two machines says nothing about the change under test.
+        let lines: Vec<String> = machines.iter().map(|d| d.line()).collect();
+        let reason = format!(
+            "no verdicts: the runs were measured on different machines ({}; --allow-different-environment judges them anyway)",
+            lines.join("; ")
+        );
+        withhold(&mut comparison.cells, &reason);
+        comparison.regressions = comparison.cells.iter().flat_map(regression_lines).collect();
+        comparison.refused = Some(reason);
     }
     if comparison.cells.is_empty() {
         anyhow::bail!(

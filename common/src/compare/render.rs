@@ -141,7 +141,12 @@ fn sections(c: &Comparison) -> Vec<(String, Vec<String>)> {
     let mut out = vec![("Runs".to_owned(), run_lines(c))];
     if !c.differences.is_empty() {
         out.push((
-            "The runs differ in what makes them comparable (compared anyway: --allow-different-environment)".into(),
+            if c.allowed {
+                "The runs differ in what makes them comparable (compared anyway: --allow-different-environment)"
+            } else {
+                "The runs were measured on different machines (figures side by side, no verdicts)"
+            }
+            .into(),
             c.differences.iter().map(super::Difference::line).collect(),
         ));
     }

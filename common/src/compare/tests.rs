@@ -385,3 +385,40 @@ fn a_calibration_probe_thirty_percent_off_refuses_every_verdict_and_says_why() {
     let c = compare_runs(&loaded(&a), &loaded(&b), 0.05, false);
     assert!(c.refused.is_none() && !c.regressions.is_empty());
 }
+
+#[test]
+fn runs_on_different_machines_are_shown_side_by_side_without_verdicts_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a", &crate::export::fixture::report());
+    let mut other = scaled(0.7);
+    other.environment.cores += 2;
+    other.environment.kernel = "6.12.0".into();
+    let b = write(dir.path(), "b", &other);
+    // A 30% regression on another machine: no verdict, no failure, one line why.
+    let out = dir.path().join("out");
+    let asked = CompareArgs {
+        output: Some(out.clone()),
+        format: Format::Json,
+        ..args(&a, &b)
+    };
+    assert_eq!(run(&asked, TOOL).unwrap(), Exit::AllOk);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let refused = json["refused"].as_str().unwrap();
+    assert!(
+        refused.starts_with(
+            "no verdicts: the runs were measured on different machines (machine: cores"
+        ) && refused.contains("kernel: "),
+        "{refused}"
+    );
+    assert_eq!(json["regressions"].as_array().unwrap().len(), 0);
+    for cell in json["cells"].as_array().unwrap() {
+        assert!(cell["metrics"][0]["verdict"].is_null(), "{cell}");
+    }
+    // Judged anyway when asked: the regression is there, every line labelled.
+    let allowed = CompareArgs {
+        allow_different_environment: true,
+        ..args(&a, &b)
+    };
+    assert_eq!(run(&allowed, TOOL).unwrap(), Exit::NotAllOk);
+}

@@ -224,7 +224,7 @@ pub fn combine(forks: &[Fork], planned: u32) -> Report {
     report.forks = forks.iter().map(|f| f.run.clone()).collect();
     let measured = forks.iter().filter(|f| f.report.is_some()).count();
     report.notes.push(format!(
-        "Measured in {measured} of {planned} forks, each a fresh process of the tool run one after another (systems in alternating order across forks), each preparing, verifying and warming up on its own: every interval is computed over the forks' own figures, each cell's figure is the median of its forks' medians, and each fork's figures are under the cell's `forks`."
+        "Measured in {measured} of {planned} forks, each a fresh process of the tool run one after another (systems in alternating order across forks) with its own connections and warm-up; the first fork prepared and verified the data and the later ones verified it and measured on it, except where preparing is itself measured (a YCSB load, a measured ingest, an index build) or held by one process (an embedded search index), which every fork does anew: every interval is computed over the forks' own figures, each cell's figure is the median of its forks' medians, and each fork's figures are under the cell's `forks`."
     ));
     report
 }

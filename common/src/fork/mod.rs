@@ -4,8 +4,12 @@
 //! rounds inside one process understate the variance between runs (JMH's forks; hyperfine
 //! times whole processes for the same reason). The parent re-executes the tool N times, one
 //! fork after another, each with the same options, `--fork K` and its own results folder under
-//! `forks/K`; each fork prepares, verifies, warms up and measures on its own, and measures the
-//! systems in the order that continues the alternation of the one before. The parent then
+//! `forks/K`; each fork opens its own connections, warms up and measures, in the order that
+//! continues the alternation of the one before. The data is prepared once: the first fork
+//! makes and verifies it, the later ones verify it from the engine and measure on it (an
+//! embedded engine's files live in the run's folder, not the fork's), the last drops it
+//! (`scale::Worker::prepares` / `cleans_up`). A tool whose preparation is itself measured (a
+//! YCSB load, a measured ingest, an index build) prepares in every fork. The parent then
 //! makes one report of them ([`combine`]), judges it and writes every export, as a run in one
 //! process does.
 
@@ -138,7 +142,7 @@ pub fn run_forks(
         if interrupt.load(Ordering::SeqCst) {
             break;
         }
-        let out = forks_dir.join(fork.to_string());
+        let out = crate::run::fork_folder(&dir, fork);
         let stdout = std::fs::File::create(forks_dir.join(format!("{fork}.stdout.txt")))?;
         let mut process = Command::new(&exe)
             .args(&args)

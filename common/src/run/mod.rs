@@ -20,7 +20,7 @@ mod runtime;
 pub use names::check_names;
 pub use runtime::{Summary, block_on, exit};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -59,6 +59,7 @@ pub struct Tool {
 /// A run between its plan and its report: the folder exists, nothing has been measured.
 pub struct Lifecycle {
     tool: Tool,
+    data: PathBuf,
     options: serde_json::Value,
     environment: Environment,
     results: ResultsDir,
@@ -115,8 +116,10 @@ impl Lifecycle {
             environment.durable_write_floor_ns = Some(floor);
             environment.durable_write_floor_path = Some(results.path().display().to_string());
         }
+        let data = data_folder(results.path(), common);
         Ok(Lifecycle {
             tool,
+            data,
             options,
             environment,
             results,
@@ -156,9 +159,15 @@ impl Lifecycle {
         &self.secrets
     }
 
-    /// The results folder: embedded systems keep their data here.
+    /// The results folder.
     pub fn results_path(&self) -> &Path {
         self.results.path()
+    }
+
+    /// Where embedded systems keep their data: the results folder, or for a fork the run's
+    /// folder, so that every fork opens the data the first one made.
+    pub fn data_path(&self) -> &Path {
+        &self.data
     }
 
     pub fn progress(&self) -> &Progress {
@@ -367,11 +376,25 @@ impl Recording {
 }
 
 /// Where a run's results go: `--output`, else `results/<tool>-<suite>-<UTC timestamp>/`.
-pub fn results_path(tool: Tool, common: &CommonOpts) -> std::path::PathBuf {
+pub fn results_path(tool: Tool, common: &CommonOpts) -> PathBuf {
     common.output.clone().unwrap_or_else(|| {
         let now = crate::clock::now_rfc3339();
         ResultsDir::default_path(tool.name, tool.suite, &crate::clock::compact(&now))
     })
+}
+
+/// Where fork `fork` of the run in `dir` writes its results: `dir/forks/K`.
+pub fn fork_folder(dir: &Path, fork: u32) -> PathBuf {
+    dir.join("forks").join(fork.to_string())
+}
+
+/// Where embedded systems keep their data: the run's own folder, which for a fork is the one
+/// holding its `forks/K` ([`fork_folder`]), so every fork opens what the first one made.
+fn data_folder(results: &Path, common: &CommonOpts) -> PathBuf {
+    match (common.fork, results.parent().and_then(Path::parent)) {
+        (1.., Some(run)) => run.to_owned(),
+        _ => results.to_owned(),
+    }
 }
 
 /// The end of every finished run, in one process or made of forks: the verdicts, every export

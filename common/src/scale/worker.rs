@@ -47,6 +47,9 @@ pub struct Worker {
     pub segment: Segment,
     info: Option<WorkerInfo>,
     barrier: Option<Barrier>,
+    /// Which of the run's `--forks` processes this is (1 … N) and N; 0 for a run in one
+    /// process. The first fork prepares and verifies the data, the last drops it.
+    fork: (u32, u32),
 }
 
 impl Worker {
@@ -56,7 +59,14 @@ impl Worker {
             segment: Segment::WHOLE,
             info: None,
             barrier: None,
+            fork: (0, 1),
         }
+    }
+
+    /// One fork of a run of `count` (`index` 1 … `count`), or a run in one process (0).
+    pub fn in_fork(mut self, index: u32, count: u32) -> Worker {
+        self.fork = (index, count.max(index));
+        self
     }
 
     /// This process's place in the run the flags describe; with `--worker-count` above 1 it
@@ -73,7 +83,7 @@ impl Worker {
         let segment =
             Segment::new(common.worker_index, common.worker_count).unwrap_or(Segment::WHOLE);
         if common.worker_count == 1 {
-            return Ok(Worker::alone());
+            return Ok(Worker::alone().in_fork(common.fork, common.forks));
         }
         let run_id = common.run_id.clone().unwrap_or_default();
         let address = common.barrier.clone().unwrap_or_default();
@@ -101,6 +111,7 @@ impl Worker {
                 barrier: None,
             }),
             barrier: Some(barrier),
+            fork: (0, 1),
         })
     }
 
@@ -109,9 +120,28 @@ impl Worker {
         self.barrier.is_some()
     }
 
-    /// Whether this worker prepares, verifies and cleans up (worker 0, or a run alone).
+    /// Whether this process makes the data and verifies it: worker 0 (or a run alone), in the
+    /// first fork of a run of several. Every later fork opens what the first one made and
+    /// verifies it from the engine's catalog, as a worker other than 0 does.
     pub fn prepares(&self) -> bool {
+        self.segment.is_leader() && self.fork.0 <= 1
+    }
+
+    /// Whether this process does worker 0's part inside each window (checking the writes a
+    /// window acknowledged, putting a table back as it was): worker 0 in every fork.
+    pub fn leads(&self) -> bool {
         self.segment.is_leader()
+    }
+
+    /// Whether this process drops the data at the end: worker 0, in the last fork, or in a fork
+    /// that was interrupted (no fork starts after it).
+    pub fn cleans_up(&self, interrupted: bool) -> bool {
+        self.segment.is_leader() && (self.fork.0 == 0 || self.fork.0 == self.fork.1 || interrupted)
+    }
+
+    /// Which fork this process is (1 … N), or 0 for a run in one process.
+    pub fn fork(&self) -> u32 {
+        self.fork.0
     }
 
     /// Waits at the barrier before a window (free without workers). `payload` is this

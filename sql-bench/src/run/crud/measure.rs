@@ -98,7 +98,12 @@ pub(super) async fn all(
         common.warmup,
         common.rounds,
     );
-    for (window, step) in (1..).zip(steps) {
+    // Forks share the tables the first one made: each numbers its windows after the ones
+    // before it, so the keys it writes are its own.
+    let per_fork = (grid.workloads.len() * grid.systems.len()) as u64
+        * u64::from(common.warmup + common.rounds);
+    let first = 1 + u64::from(worker.fork().saturating_sub(1)) * per_fork;
+    for (window, step) in (first..).zip(steps) {
         if run.interrupted() {
             break;
         }
@@ -146,7 +151,7 @@ pub(super) async fn all(
                 .sync_pair(acknowledged, possible)
                 .await
                 .map_err(Stopped::Barrier)?;
-            if matches!(ran, Some(Ok(_))) && worker.prepares() {
+            if matches!(ran, Some(Ok(_))) && worker.leads() {
                 let checked = Checked {
                     table: write_table,
                     mix: &mix,

@@ -107,7 +107,7 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
                 })
                 .collect();
             // Worker 0 drops its tables, as a run that ends does: every worker is stopping.
-            if worker.prepares() {
+            if worker.cleans_up(true) {
                 cleanup(opts, &mut systems, &mut run.report.notes).await;
             }
             return run.stopped_at_barrier(unfinished, worker.info(), error, &CrudReport);
@@ -122,7 +122,7 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     }
     cluster::recheck(opts, &mut systems, &mut builders, &mut run.report).await;
     measure::floor_notes(&mut run.report);
-    if worker.prepares() {
+    if worker.cleans_up(run.interrupted()) {
         cleanup(opts, &mut systems, &mut run.report.notes).await;
     }
     run.finish(&CrudReport)
@@ -176,11 +176,13 @@ fn plan(opts: &CrudOpts, segment: Segment) -> anyhow::Result<Vec<Workload>> {
         );
     }
     let systems = opts.common.targets.len().max(1) as u64;
-    let windows =
-        workloads.len() as u64 * systems * u64::from(opts.common.warmup + opts.common.rounds);
+    let windows = workloads.len() as u64
+        * systems
+        * u64::from(opts.common.warmup + opts.common.rounds)
+        * u64::from(opts.common.forks.max(1));
     if windows >= MAX_WINDOWS {
         bail!(
-            "{windows} windows is more than one run can key uniquely ({MAX_WINDOWS}); use fewer rounds, workloads or targets"
+            "{windows} windows is more than one run can key uniquely ({MAX_WINDOWS}); use fewer forks, rounds, workloads or targets"
         );
     }
     Ok(workloads)

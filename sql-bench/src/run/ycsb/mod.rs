@@ -87,8 +87,11 @@ pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     let segment =
         Segment::new(opts.common.worker_index, opts.common.worker_count).unwrap_or(Segment::WHOLE);
     let (plan, specs) = check(opts)?;
-    let (lifecycle, mut worker) =
-        Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
+    let (lifecycle, worker) = Lifecycle::start_joined(TOOL, &opts.common, opts, interrupt).await?;
+    // Each fork loads, measures and drops a table of its own: YCSB's load is itself a measured
+    // workload (a fork that skipped it would leave the load cell one process), and workloads D
+    // and E insert keys that continue the load's sequence, which a second fork would repeat.
+    let mut worker = worker.in_fork(0, 1);
     let progress = lifecycle.progress();
     progress.line(format!("sampling {} records…", plan.records));
     let data = YcsbData::generate(opts.common.seed, plan.records, plan.table.shape);
