@@ -1,5 +1,5 @@
 //! `search-bench` end to end, in-process: the embedded tantivy default, and tantivy beside the
-//! real OpenSearch server the test command starts on loopback.
+//! real OpenSearch server the test command starts on loopback, and Elasticsearch beside OpenSearch.
 
 mod support;
 
@@ -158,6 +158,80 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
     );
     assert!(report.verdicts.iter().all(|v| v.reference == "opensearch"));
     let (status, _) = http("GET", &format!("{url}/fairbench_search"), None);
+    assert_eq!(status, 404, "search-bench deletes the index it created");
+}
+
+#[test]
+fn elasticsearch_is_named_as_itself_and_agrees_with_opensearch_on_every_answer() {
+    let Some(([es, os], dir)) = on_servers([ELASTICSEARCH, OPENSEARCH]) else {
+        return;
+    };
+    let summary = run(&args(dir.path(), &["--target", &es, "--target", &os])).unwrap();
+    let report = &summary.report;
+    assert_all_ok(&summary, dir.path());
+    assert_eq!(
+        system_names(report),
+        ["elasticsearch", "opensearch"],
+        "named after what they report"
+    );
+    let elasticsearch = &report.systems[0];
+    assert_eq!(elasticsearch.kind, "elasticsearch");
+    assert!(
+        elasticsearch.version.starts_with("Elasticsearch 8."),
+        "{}",
+        elasticsearch.version
+    );
+    assert_eq!(elasticsearch.location, Location::Local);
+    let (_, settings) = http("GET", &format!("{es}/_nodes/_local/settings"), None);
+    let data_dir = elasticsearch.data_dir.as_deref().expect("path.data");
+    assert!(settings.contains(data_dir), "{data_dir} not in {settings}");
+    assert_verified(
+        elasticsearch,
+        &[
+            ("version.build_flavor", "default"),
+            ("index.number_of_shards", "1"),
+            ("index.number_of_replicas", "0"),
+            ("index.requests.cache.enable", "true"),
+            ("index.translog.durability", "request"),
+            ("mapping.body", "text"),
+            ("mapping.category", "keyword"),
+            ("mapping.price", "double"),
+            ("mapping.stock", "integer"),
+        ],
+    );
+    assert!(
+        !elasticsearch.verified.contains_key("version.distribution"),
+        "{:?}",
+        elasticsearch.verified
+    );
+    assert_verified(
+        &report.systems[1],
+        &[("version.distribution", "opensearch")],
+    );
+    let pid = std::env::var("FAIRBENCH_TEST_ELASTICSEARCH_PID").expect("exported beside the URL");
+    for prefix in QUERY_WORKLOADS {
+        let es_cell = cell(report, prefix, "elasticsearch");
+        let os_cell = cell(report, prefix, "opensearch");
+        assert_eq!(es_cell.extra["queries_verified"], 48, "{es_cell:?}");
+        assert_eq!(os_cell.extra["queries_verified"], 48, "{os_cell:?}");
+        let source = es_cell.server_cpu_source.as_deref().unwrap();
+        assert!(
+            source.starts_with(&format!("process tree of PID {pid}")),
+            "the node's own CPU is read: {source}"
+        );
+        if prefix != "terms agg" {
+            assert_eq!(os_cell.extra["top10_overlap"]["with"], "elasticsearch");
+        }
+    }
+    let ingest = cell(report, "_bulk ingest", "elasticsearch");
+    assert_eq!(ingest.status, Status::Ok, "{ingest:?}");
+    assert!(ingest.server_cpu_ns_per_op.unwrap() > 0.0, "{ingest:?}");
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        markdown.contains("Elasticsearch 8.") && markdown.contains("OpenSearch 2."),
+        "{markdown}"
+    );
+    let (status, _) = http("GET", &format!("{es}/fairbench_search"), None);
     assert_eq!(status, 404, "search-bench deletes the index it created");
 }
 

@@ -2,7 +2,8 @@
 //! command starts on loopback (its own TLS in the JVM, certificates from the throwaway CA; no
 //! security plugin, so the node accepts any credentials: what is tested here is that they are
 //! sent and never written): verification by default, the negotiated version and cipher
-//! recorded, one line and nothing made for a wrong CA or plaintext to the https port.
+//! recorded, one line and nothing made for a wrong CA or plaintext to the https port; and the
+//! HTTPS Elasticsearch node, verified and named as itself.
 
 mod support;
 
@@ -17,6 +18,9 @@ use support::*;
 
 /// Where the test command exports the URL of its OpenSearch over HTTPS.
 const OPENSEARCH_TLS: &str = "FAIRBENCH_TEST_OPENSEARCH_TLS_URL";
+
+/// Where the test command exports the URL of its Elasticsearch over HTTPS.
+const ELASTICSEARCH_TLS: &str = "FAIRBENCH_TEST_ELASTICSEARCH_TLS_URL";
 
 /// `https://USER@host:port?cacert=…` from the exported URL.
 fn with_user(url: &str, user: &str) -> String {
@@ -144,4 +148,39 @@ fn a_wrong_ca_or_plaintext_is_one_line_and_insecure_skip_verify_labels_the_cells
         "none (--insecure-skip-verify)"
     );
     assert_every_cell_labelled(&summary.report, "insecure-skip-verify");
+}
+
+#[test]
+fn elasticsearch_over_https_is_verified_and_named_as_itself() {
+    let Some((url, dir)) = on_server(ELASTICSEARCH_TLS) else {
+        return;
+    };
+    let out = dir.path().join("run");
+    let summary = run(&small_args(&out, &["--target", &url])).unwrap();
+    assert_all_ok(&summary, &out);
+    let system = &summary.report.systems[0];
+    assert_eq!(
+        (system.name.as_str(), system.kind.as_str()),
+        ("elasticsearch", "elasticsearch")
+    );
+    assert!(
+        system.version.starts_with("Elasticsearch 8."),
+        "{}",
+        system.version
+    );
+    assert!(
+        system.verified["tls_version"].starts_with("TLSv1."),
+        "{:?}",
+        system.verified
+    );
+    assert_eq!(system.verified["tls_verification"], "verify-full");
+    let wrong_ca = std::env::var("FAIRBENCH_TEST_TLS_WRONG_CA").unwrap();
+    let refused = dir.path().join("refused");
+    assert_untrusted_ca(&assert_refused(
+        run(&small_args(
+            &refused,
+            &["--target", &with_param(&url, "cacert", &wrong_ca)],
+        )),
+        &refused,
+    ));
 }

@@ -1,15 +1,19 @@
-//! What the integration tests share: the OpenSearch server the test command started (each test
-//! holding it to itself: `on_server`), and running search-bench in-process.
+//! What the integration tests share: the OpenSearch and Elasticsearch servers the test command
+//! started (each test holding them to itself: `on_server`, `on_servers`), and running
+//! search-bench in-process.
 
 #![allow(dead_code)]
 
 use std::path::Path;
 
 #[allow(unused_imports)] // not every test binary uses every helper
-pub use common::testing::{assert_matches_schema, http, on_server, read_json};
+pub use common::testing::{assert_matches_schema, http, on_server, on_servers, read_json};
 
 /// Where the test command exports the OpenSearch URL.
 pub const OPENSEARCH: &str = "FAIRBENCH_TEST_OPENSEARCH_URL";
+
+/// Where the test command exports the Elasticsearch URL.
+pub const ELASTICSEARCH: &str = "FAIRBENCH_TEST_ELASTICSEARCH_URL";
 
 common::in_process_runs!("search-bench", search_bench);
 

@@ -400,6 +400,28 @@ fn index_body() -> Value {
     })
 }
 
+/// How the server was built, as `GET /` says (`version.build_flavor`, `build_type`,
+/// `build_hash`, `lucene_version`): Elasticsearch names a flavour (`default`), OpenSearch its
+/// distribution instead; what a server leaves out is left out.
+fn build_settings(root: &Value) -> BTreeMap<String, String> {
+    let mut settings = BTreeMap::new();
+    for key in [
+        "distribution",
+        "build_flavor",
+        "build_type",
+        "build_hash",
+        "lucene_version",
+    ] {
+        if let Some(value) = root
+            .pointer(&format!("/version/{key}"))
+            .and_then(Value::as_str)
+        {
+            settings.insert(format!("version.{key}"), value.to_owned());
+        }
+    }
+    settings
+}
+
 common::identified!(ElasticTarget);
 
 impl Target for ElasticTarget {
@@ -422,6 +444,7 @@ impl Target for ElasticTarget {
             } else {
                 ("elasticsearch", "Elasticsearch")
             };
+            let settings = build_settings(&root);
             let local = is_local_host(self.host());
             let (server_pid, data_dir) = if local {
                 let port = self.base.port_or_known_default();
@@ -438,7 +461,7 @@ impl Target for ElasticTarget {
                     version: format!("{product} {number}"),
                     location: location_of_host(self.host()),
                     data_dir,
-                    ..Described::default()
+                    settings,
                 },
                 server_pid,
                 notes: vec![self.cache_note()],
@@ -608,6 +631,22 @@ mod tests {
         );
         let error = authorization(&spec("https://127.0.0.1:9200?password=pw"), &reach).unwrap_err();
         assert!(error.contains("names no user"), "{error}");
+    }
+
+    #[test]
+    fn the_build_is_read_from_the_root_document_and_what_is_absent_is_left_out() {
+        let elasticsearch = json!({"version": {"number": "8.18.0", "build_flavor": "default",
+            "build_type": "unknown", "build_hash": "04e979a", "lucene_version": "9.12.1"}});
+        let settings = build_settings(&elasticsearch);
+        assert_eq!(settings["version.build_flavor"], "default");
+        assert_eq!(settings["version.lucene_version"], "9.12.1");
+        assert!(!settings.contains_key("version.distribution"));
+        let opensearch = json!({"version": {"distribution": "opensearch", "number": "2.19.6",
+            "build_type": "tar"}});
+        let settings = build_settings(&opensearch);
+        assert_eq!(settings["version.distribution"], "opensearch");
+        assert!(!settings.contains_key("version.build_flavor"));
+        assert_eq!(settings.len(), 2);
     }
 
     #[test]
