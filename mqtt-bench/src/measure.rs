@@ -41,6 +41,10 @@ struct Tally {
     /// (a lost message counted as never delivered).
     latency: Option<Histogram<u64>>,
     figures: BTreeMap<&'static str, Vec<f64>>,
+    /// The broker's own count of dropped messages over the measured rounds, and over the
+    /// warm-ups, when it keeps one ([`crate::targets::DropCounter`]).
+    broker_dropped: Option<u64>,
+    broker_dropped_warmup: Option<u64>,
 }
 
 impl Tally {
@@ -93,6 +97,14 @@ impl Tally {
             .filter_map(|(k, v)| Some((*k, common::results::median(v)?)))
             .collect();
         cell.extra.insert("figures".into(), json!(figures));
+        if self.broker_dropped.is_some() || self.broker_dropped_warmup.is_some() {
+            cell.extra
+                .insert("broker_dropped".into(), json!(self.broker_dropped));
+            cell.extra.insert(
+                "broker_dropped_warmup".into(),
+                json!(self.broker_dropped_warmup),
+            );
+        }
         if let Some(target) = self.target_rate {
             cell.target_rate = Some(target);
             // Open loop: ticks the publisher missed sit beside the latency they shaped.
@@ -240,12 +252,47 @@ impl Windows<'_> {
             baselines: &mut self.baselines,
             gate: &mut self.gate,
         };
+        let counter = broker.dropped.as_ref();
+        let before = match counter {
+            Some(c) => c.read().await,
+            None => None,
+        };
         let ran = workloads::run_round(row, &mut ctx, &label).await;
         if let Some(e) = self.gate.close().await {
             return Err(e);
         }
+        let after = match (counter, before) {
+            (Some(c), Some(_)) => c.read().await,
+            _ => None,
+        };
+        // The broker's counter covers every client of it, so only this window's share is its
+        // own when nothing else uses the broker meanwhile.
+        let dropped = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+        if let Some(n) = dropped {
+            let sum = if round.is_warmup() {
+                &mut slot.tally.broker_dropped_warmup
+            } else {
+                &mut slot.tally.broker_dropped
+            };
+            *sum.get_or_insert(0) += n;
+        }
         match ran {
-            Ok(outcome) => {
+            Ok(mut outcome) => {
+                if let (Some(n), Some(counter)) = (dropped, counter) {
+                    if let Some(detail) = outcome.detail.as_object_mut() {
+                        detail.insert("broker_dropped".into(), json!(n));
+                    }
+                    if n > 0 {
+                        for (_, reason) in &mut outcome.marks {
+                            if reason.contains("messages lost") {
+                                reason.push_str(&format!(
+                                    "; the broker counted {n} dropped ({})",
+                                    counter.name()
+                                ));
+                            }
+                        }
+                    }
+                }
                 slot.builder.add(round, &outcome.outcome);
                 slot.builder.add_server_cpu(round, outcome.usage.cpu_ns);
                 for (status, reason) in &outcome.marks {
@@ -254,7 +301,7 @@ impl Windows<'_> {
                 if !round.is_warmup() {
                     slot.tally.add(&outcome);
                 }
-                progress.line(window_line(&row.name, name, &label, &outcome));
+                progress.line(window_line(&row.name, name, &label, &outcome, dropped));
             }
             Err(e) => {
                 slot.builder
@@ -300,15 +347,22 @@ pub fn run_tag(worker: Option<(&str, u32)>) -> String {
     format!("{:x}{:05x}", std::process::id(), nanos & 0xf_ffff)
 }
 
-fn window_line(row: &str, broker: &str, label: &str, outcome: &RoundOutcome) -> String {
+fn window_line(
+    row: &str,
+    broker: &str,
+    label: &str,
+    outcome: &RoundOutcome,
+    broker_dropped: Option<u64>,
+) -> String {
     let rate = outcome.outcome.throughput();
     let d = &outcome.delivery;
     let status = outcome
         .marks
         .first()
         .map_or(String::new(), |(s, r)| format!(" · {}: {r}", s.as_str()));
+    let dropped = broker_dropped.map_or(String::new(), |n| format!(" · broker dropped {n}"));
     format!(
-        "{row} · {broker} · {label}: {} /s · sent {} · lost {} · dup {}{status}",
+        "{row} · {broker} · {label}: {} /s · sent {} · lost {} · dup {}{dropped}{status}",
         format_rate(rate),
         d.sent,
         d.lost,

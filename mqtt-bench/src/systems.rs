@@ -117,6 +117,7 @@ fn speak(broker: &Broker, protocol: Protocol, several: bool) -> System {
             info,
             v5_addr: broker.v5_addr.clone(),
             guard: broker.guard.clone(),
+            dropped: broker.dropped.clone(),
         },
         protocol,
         refusal: None,

@@ -326,3 +326,161 @@ fn a_paced_cell_keeps_its_missed_ticks_and_lost_messages_beside_its_latency() {
         .unwrap_or_else(|| panic!("{markdown}"));
     assert!(row.contains(&format!("missed ticks {missed}")), "{row}");
 }
+
+/// HiveMQ CE as `scripts/service/hivemq.sh` runs it: every scenario in its smoke form over MQTT
+/// 3.1.1 and 5, then QoS 1 and the retained messages over `mqtts://`. QoS 1 and the retained
+/// messages come through whole; any other QoS 1/2 loss (a subscriber behind by HiveMQ's queue
+/// of 1,000 on a loaded machine) must be HiveMQ's own, which its dropped-message metric, read
+/// around every window, counts exactly.
+#[test]
+fn every_scenario_runs_against_hivemq_over_both_protocols_and_tls() {
+    let Some(([url, pid, tls], dir)) = on_servers([
+        "FAIRBENCH_TEST_HIVEMQ_URL",
+        "FAIRBENCH_TEST_HIVEMQ_PID",
+        "FAIRBENCH_TEST_HIVEMQ_TLS_URL",
+    ]) else {
+        return;
+    };
+    let out = dir.path().join("plain");
+    let hivemq = format!("hivemq={url}");
+    let pid = format!("hivemq={pid}");
+    let summary = run(&args(
+        &out,
+        &[
+            "--broker",
+            &hivemq,
+            "--broker-pid",
+            &pid,
+            "--protocol",
+            "3.1.1,5",
+            "--scenarios",
+            "all",
+            "--duration",
+            "500ms",
+            "--away",
+            "150ms",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--sweep",
+            "5k",
+            "--clients",
+            "200",
+            "--retained",
+            "200",
+            "--subscribers",
+            "10",
+        ],
+    ))
+    .unwrap();
+    assert_matches_schema(&out);
+    let report = &summary.report;
+    for system in &report.systems {
+        assert_eq!(system.kind, "hivemq", "{system:?}");
+        assert_eq!(system.version, "HiveMQ Community Edition 2025.5");
+        assert_eq!(system.verified["hivemq:max-queued-messages"], "1000");
+        assert_eq!(
+            system.verified["hivemq:queued-messages-strategy"],
+            "discard"
+        );
+        assert_eq!(system.verified["hivemq:persistence-mode"], "in_memory");
+        assert!(system.verified.contains_key("hivemq:overload-protection"));
+    }
+    for protocol in ["3.1.1", "5"] {
+        let system = format!("hivemq-mqtt{protocol}");
+        let rows = cells(report, &system);
+        assert_eq!(rows.len(), 13, "{system}: every scenario");
+        for cell in rows {
+            let what = format!("{} · {}", cell.workload, cell.system);
+            let must_pass =
+                cell.workload.starts_with("qos1") || cell.workload.starts_with("retained");
+            let lost_by_broker = cell.status == Status::Error
+                && cell
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("the broker counted"));
+            assert!(
+                matches!(cell.status, Status::Ok | Status::ClientLimited)
+                    || (!must_pass && lost_by_broker),
+                "{what}: {:?} {:?}",
+                cell.status,
+                cell.reason
+            );
+            let Some(d) = cell.extra.get("delivery") else {
+                continue;
+            };
+            let (sent, distinct, lost) = (
+                d["sent"].as_u64().unwrap(),
+                d["distinct"].as_u64().unwrap(),
+                d["lost"].as_u64().unwrap(),
+            );
+            assert_eq!(sent, distinct + lost, "{what}");
+            // HiveMQ's own count, read around the window, beside the ledger.
+            let dropped = cell.extra["broker_dropped"].as_u64();
+            assert!(dropped.is_some(), "{what}: {:?}", cell.extra);
+            let qos0 = cell.workload.contains("qos0")
+                || cell.workload.starts_with("connect")
+                || cell.workload.starts_with("idle");
+            if !qos0 {
+                assert_eq!(
+                    Some(lost),
+                    dropped,
+                    "{what}: the ledger's loss is HiveMQ's drop count"
+                );
+            }
+        }
+    }
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("dropped by the broker's own count"),
+        "{markdown}"
+    );
+
+    // The same broker over TLS, in MQTT 5.
+    let out = dir.path().join("tls");
+    let hivemq = format!("hivemq={tls}");
+    let summary = run(&args(
+        &out,
+        &[
+            "--broker",
+            &hivemq,
+            "--broker-pid",
+            &pid,
+            "--protocol",
+            "5",
+            "--scenarios",
+            "qos1,retained",
+            "--duration",
+            "500ms",
+            "--rate",
+            "5k",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--retained",
+            "200",
+        ],
+    ))
+    .unwrap();
+    let report = &summary.report;
+    let system = &report.systems[0];
+    assert_eq!(system.version, "HiveMQ Community Edition 2025.5");
+    assert!(
+        system.verified["tls_version"].starts_with("TLSv1."),
+        "{system:?}"
+    );
+    assert_eq!(system.verified["tls_verification"], "verify-full");
+    assert_eq!(report.cells.len(), 2);
+    for cell in &report.cells {
+        assert_eq!(
+            cell.status,
+            Status::Ok,
+            "{} over TLS: {:?}",
+            cell.workload,
+            cell.reason
+        );
+        assert_accounted(cell);
+    }
+}

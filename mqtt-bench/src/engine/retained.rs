@@ -63,10 +63,16 @@ pub async fn run(spec: RetainedSpec) -> Result<RetainedResult, ConnError> {
         format!("{}-s0", spec.client_prefix),
     );
     let setup = spec.clone();
-    let (mut publisher, mut subscriber) = lanes
+    let (mut publisher, mut subscriber, inflight) = lanes
         .spawn(0, async move {
-            let (mut publisher, _) =
+            let (mut publisher, handshake) =
                 Conn::connect(&setup.endpoint, &ConnectOptions::clean(&p_id, 0)).await?;
+            // MQTT 5: never more in flight than the broker's receive maximum (HiveMQ's is 10
+            // and it disconnects a client that sends more).
+            let inflight = handshake
+                .connack
+                .receive_max
+                .map_or(setup.inflight, |max| setup.inflight.min(usize::from(max)));
             let messages: Vec<(String, Bytes)> = setup
                 .topics
                 .iter()
@@ -85,17 +91,10 @@ pub async fn run(spec: RetainedSpec) -> Result<RetainedResult, ConnError> {
                     (topic.clone(), Bytes::from(payload))
                 })
                 .collect();
-            publish_all(
-                &mut publisher,
-                messages,
-                setup.qos,
-                setup.inflight,
-                setup.ceiling,
-            )
-            .await?;
+            publish_all(&mut publisher, messages, setup.qos, inflight, setup.ceiling).await?;
             let (subscriber, _) =
                 Conn::connect(&setup.endpoint, &ConnectOptions::clean(&s_id, 1)).await?;
-            Ok::<(Conn, Conn), ConnError>((publisher, subscriber))
+            Ok::<(Conn, Conn, usize), ConnError>((publisher, subscriber, inflight))
         })
         .await
         .map_err(|e| task_failed(&e))??;
@@ -123,7 +122,7 @@ pub async fn run(spec: RetainedSpec) -> Result<RetainedResult, ConnError> {
         .iter()
         .map(|t| (t.clone(), Bytes::new()))
         .collect();
-    result.cleared = publish_all(&mut publisher, empty, 1, spec.inflight, spec.ceiling)
+    result.cleared = publish_all(&mut publisher, empty, 1, inflight, spec.ceiling)
         .await
         .is_ok();
     publisher.disconnect().await;

@@ -214,24 +214,36 @@ pub fn seed_table(report: &Report) -> Table {
     }
 }
 
-/// Every message accounted for: sent (per subscriber), lost, duplicated, out of order.
+/// Every message accounted for: sent (per subscriber), lost, duplicated, out of order; and,
+/// for a broker that keeps one (HiveMQ's metric), its own count of what it dropped.
 pub fn delivery_table(report: &Report) -> Table {
+    let broker_dropped = |cell: &common::results::Cell| {
+        cell.extra
+            .get("broker_dropped")
+            .and_then(serde_json::Value::as_u64)
+    };
+    let any_dropped = report.cells.iter().any(|c| broker_dropped(c).is_some());
     let rows = rows_per_system(report, |cell| {
         let Some(d) = cell.extra.get("delivery") else {
             return "–".into();
         };
         let n = |k: &str| d[k].as_u64().unwrap_or(0);
+        let dropped = broker_dropped(cell).map_or(String::new(), |n| format!(" · {n}"));
         format!(
-            "{} / {} / {} / {}",
+            "{} / {} / {} / {}{dropped}",
             format_rate(n("sent") as f64),
             n("lost"),
             n("duplicates"),
             n("out_of_order")
         )
     });
+    let title = "Delivery ledger over the measured rounds: owed / lost / duplicated / out of order";
     Table {
-        title: "Delivery ledger over the measured rounds: owed / lost / duplicated / out of order"
-            .into(),
+        title: if any_dropped {
+            format!("{title} · dropped by the broker's own count")
+        } else {
+            title.into()
+        },
         header: header(report, "scenario"),
         rows,
         numeric: true,

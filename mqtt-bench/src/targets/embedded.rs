@@ -103,6 +103,7 @@ pub async fn open(spec: &TargetSpec, client: &Client) -> Result<Broker, TargetEr
         info,
         v5_addr: Some(guard.v5_addr.to_string()),
         guard: Some(Arc::new(guard)),
+        dropped: None,
     })
 }
 

@@ -2,8 +2,9 @@
 //! implementing [`BrokerKind`]: how a broker of that kind is recognised (by what it publishes on
 //! `$SYS`, or by its process) and how its version and settings are read (Mosquitto from `$SYS`
 //! and its configuration file, NATS from its monitoring endpoint, aedes from its package, EMQX
-//! from `$SYS/brokers/<node>/version`, the embedded rumqttd from its own build, any other MQTT
-//! broker from what it publishes). A target knows how to reach, describe and observe its
+//! from `$SYS/brokers/<node>/version`, HiveMQ from fairbench's launcher's monitor, the embedded
+//! rumqttd from its own build, any other MQTT broker from what it publishes), and where the
+//! broker's own count of dropped messages is read, when it keeps one. A target knows how to reach, describe and observe its
 //! broker; it never knows which scenario runs against it. Adding a kind is adding a file here
 //! and one line in [`KINDS`].
 
@@ -11,6 +12,7 @@ pub mod aedes;
 pub mod embedded;
 pub mod emqx;
 pub mod generic;
+pub mod hivemq;
 pub mod mochi;
 pub mod mosquitto;
 pub mod nats;
@@ -38,11 +40,12 @@ pub use url::BrokerUrl;
 
 /// The kinds a broker reached at `mqtt://` is asked to be, in this order: the first that
 /// recognises it describes it. The generic MQTT broker, last, is any broker.
-pub const KINDS: [&dyn BrokerKind; 7] = [
+pub const KINDS: [&dyn BrokerKind; 8] = [
     &mosquitto::Mosquitto,
     &mochi::Mochi,
     &emqx::Emqx,
     &rabbitmq::RabbitMq,
+    &hivemq::HiveMq,
     &nats::Nats,
     &aedes::Aedes,
     &generic::Mqtt,
@@ -125,6 +128,13 @@ pub trait BrokerKind: Sync {
         BTreeMap::new()
     }
 
+    /// Where the broker's own count of the messages it dropped is read, before and after every
+    /// window, when it keeps one that can be read at any moment.
+    fn drop_counter(&self, broker: &Reached) -> Option<DropCounter> {
+        let _ = broker;
+        None
+    }
+
     /// The broker's version and settings, or `None` when `broker` is not of this kind.
     fn describe<'a>(
         &'a self,
@@ -146,6 +156,36 @@ pub trait BrokerKind: Sync {
     }
 }
 
+/// A broker's own count of the messages it dropped (a subscriber's queue full, a QoS 0 limit),
+/// read before and after each window so its report can show it beside mqtt-bench's ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropCounter {
+    /// HiveMQ's `com.hivemq.messages.dropped.count`, from fairbench's launcher's monitor.
+    HiveMq { monitor: String },
+}
+
+impl DropCounter {
+    /// The counter's name, as the broker calls it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DropCounter::HiveMq { .. } => hivemq::DROPPED_METRIC,
+        }
+    }
+
+    /// Its value now, or `None` when it could not be read.
+    pub async fn read(&self) -> Option<u64> {
+        match self {
+            DropCounter::HiveMq { monitor } => {
+                let monitor = monitor.clone();
+                let document = tokio::task::spawn_blocking(move || hivemq::document(&monitor))
+                    .await
+                    .ok()??;
+                document["metrics"][hivemq::DROPPED_METRIC].as_u64()
+            }
+        }
+    }
+}
+
 /// One broker as the run holds it: how a window reaches and observes it, and what it said
 /// about itself.
 pub struct Broker {
@@ -156,6 +196,8 @@ pub struct Broker {
     pub v5_addr: Option<String>,
     /// Keeps an embedded broker running for as long as the run needs it.
     pub guard: Option<Arc<embedded::EmbeddedBroker>>,
+    /// The broker's own count of dropped messages, when it keeps one mqtt-bench can read.
+    pub dropped: Option<DropCounter>,
 }
 
 impl Broker {
@@ -254,6 +296,10 @@ async fn reach(
         monitor: url.monitor.clone(),
     };
     let (kind, description) = describe(&reached).await?;
+    let dropped = KINDS
+        .iter()
+        .find(|k| k.kind() == kind)
+        .and_then(|k| k.drop_counter(&reached));
     let mut info = system_info(spec, &url, kind, &reached, description, location);
     common::tls::record(&mut info, &tls_settings, negotiated.as_ref());
     Ok(Broker {
@@ -266,6 +312,7 @@ async fn reach(
         info,
         v5_addr: None,
         guard: None,
+        dropped,
     })
 }
 

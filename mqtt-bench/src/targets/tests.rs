@@ -53,6 +53,20 @@ async fn what_a_broker_publishes_or_runs_as_names_its_kind() {
             vec!["node", "/x/node_modules/aedes-cli/bin/aedes", "start"],
             "aedes",
         ),
+        (
+            vec![],
+            vec![
+                "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
+                "-cp",
+                "lib/*",
+                "org.fairbench.hivemq.Launcher",
+                "/tmp/x",
+                "1883",
+                "0",
+                "1",
+            ],
+            "hivemq",
+        ),
         (vec![(version, "something else 1.0")], vec![], "mqtt"),
         (vec![], vec![], "mqtt"),
     ] {
