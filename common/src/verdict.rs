@@ -23,16 +23,28 @@ pub const MIN_ROUNDS: usize = 3;
 pub const CONFIDENCE: f64 = 0.95;
 
 /// Labels that change what a figure means: cells that differ in any of them are never put into
-/// one ratio (DESIGN rules 11 and 12). A label of this list compares only with the same label.
-pub const INCOMPARABLE_LABELS: &[&str] = &[
-    "unmatched durability",
-    "durable",
-    "not durable",
-    "volatile",
-    "drop-in",
-    "engine-optimized",
-    "emulated",
-];
+/// one ratio (DESIGN rules 11 and 12). A label is its kind, one of these, and may say what it
+/// means after it in parentheses (`unmatched durability (synchronous_commit=off (needs on))`):
+/// a label compares only with the same label, meaning included.
+pub const INCOMPARABLE_LABELS: &[&str] =
+    &[UNMATCHED_DURABILITY, "durable", "not durable", "volatile"];
+
+/// The kind of label a system measured although its durability does not match gets.
+pub const UNMATCHED_DURABILITY: &str = "unmatched durability";
+
+/// The label of a system measured with durability that does not match, naming each setting
+/// and its value: two such systems are comparable only when they are unmatched the same way.
+pub fn unmatched_durability(mismatches: &[String]) -> String {
+    if mismatches.is_empty() {
+        return UNMATCHED_DURABILITY.to_owned();
+    }
+    format!("{UNMATCHED_DURABILITY} ({})", mismatches.join("; "))
+}
+
+/// A label's kind: its text before what it says it means (` (…)`).
+pub fn label_kind(label: &str) -> &str {
+    label.split_once(" (").map_or(label, |(kind, _)| kind)
+}
 
 /// A confidence interval of a ratio.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -152,7 +164,7 @@ fn meaning_labels(cell: &Cell) -> Vec<&str> {
         .labels
         .iter()
         .map(String::as_str)
-        .filter(|l| INCOMPARABLE_LABELS.contains(l))
+        .filter(|l| INCOMPARABLE_LABELS.contains(&label_kind(l)))
         .collect();
     labels.sort_unstable();
     labels
@@ -423,9 +435,27 @@ mod tests {
         assert_eq!(two.reason, "2 measured rounds (a verdict needs 3 a side)");
         let base = cell("ref", &[1000.0, 1010.0, 990.0]);
         let mut unmatched = cell("x", &[2000.0, 2010.0, 1990.0]);
-        unmatched.labels.push("unmatched durability".into());
+        unmatched
+            .labels
+            .push(unmatched_durability(&["fsync=off".into()]));
         let none = compare(&unmatched, &base, Metric::Throughput, 0.05).unwrap_err();
-        assert_eq!(none.reason, "not comparable: unmatched durability");
+        assert_eq!(
+            none.reason,
+            "not comparable: unmatched durability (fsync=off)"
+        );
+        // Unmatched in different ways is not the same meaning; the same way is.
+        let mut other = cell("y", &[1000.0, 1010.0, 990.0]);
+        other
+            .labels
+            .push(unmatched_durability(&["synchronous_commit=off".into()]));
+        let none = compare(&unmatched, &other, Metric::Throughput, 0.05).unwrap_err();
+        assert_eq!(
+            none.reason,
+            "not comparable: unmatched durability (fsync=off) vs unmatched durability (synchronous_commit=off)"
+        );
+        other.labels = unmatched.labels.clone();
+        let judged = compare(&unmatched, &other, Metric::Throughput, 0.05).unwrap();
+        assert_eq!(judged.verdict, VerdictKind::Faster);
         let mut volatile = cell("redis", &[5.0, 6.0, 7.0]);
         volatile.labels.push("not durable".into());
         let mut durable = base.clone();

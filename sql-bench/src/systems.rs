@@ -85,7 +85,8 @@ pub async fn connect_all(
         if !description.mismatches.is_empty() {
             let what = description.mismatches.join("; ");
             if allow_unmatched {
-                system.info.labels.push("unmatched durability".into());
+                let label = common::verdict::unmatched_durability(&description.mismatches);
+                system.info.labels.push(label);
             } else {
                 system.refused = Some(format!(
                     "durability does not match {config:?}: {what}; pass --allow-unmatched-durability to measure it anyway, labelled"

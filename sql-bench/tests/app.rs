@@ -125,7 +125,7 @@ fn sqlite_answers_every_scenario_exactly_and_the_report_has_the_seed_shape() {
             "{field}"
         );
     }
-    assert!(report.extra["summary"][0]["average_placement"].is_number());
+    assert!(report.extra["summary"][0]["won"].is_number());
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         markdown.contains("| Point read by identifier, 200 requests | 200 |"),

@@ -65,7 +65,12 @@ fn ferretdb_runs_crud_beside_sqlite_labelled_with_what_it_reports() {
         "{}",
         ferret.version
     );
-    assert_eq!(ferret.labels, ["unmatched durability"]);
+    // The label names what does not match, so two engines unmatched differently never share a ratio.
+    assert!(
+        ferret.labels.len() == 1 && ferret.labels[0].starts_with("unmatched durability ("),
+        "{:?}",
+        ferret.labels
+    );
     assert_eq!(
         ferret.verified["write_concern"],
         "w:1, j:true (sent with every write)"

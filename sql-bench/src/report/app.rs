@@ -1,6 +1,7 @@
 //! The app suite's report, in seed 003's shape (one row per scenario with the rows it returns,
 //! each engine's median and p95, the factor against the reference) and seed 004's summary
-//! (scenarios won, lost and at parity, and the average placement). Pure functions of the report.
+//! (scenarios won, lost and at parity: verdicts only, no ranking of medians). Pure functions
+//! of the report.
 
 use serde::Serialize;
 
@@ -176,18 +177,12 @@ pub struct Standing {
     pub won: u32,
     pub lost: u32,
     pub parity: u32,
-    /// Scenarios where it was the fastest engine.
-    pub fastest: u32,
-    /// Mean rank over the scenarios (1 = fastest); a cell without a figure ranks last.
-    pub average_placement: Option<f64>,
 }
 
+/// Each engine's verdicts against the reference. No ranking is made of the medians (a
+/// "fastest" count or an average placement would order engines on point estimates, from one
+/// round even): only the verdicts, each from an interval, are counted.
 pub fn summary(report: &Report) -> Vec<Standing> {
-    let ranked: Vec<String> = scenarios(report)
-        .into_iter()
-        .filter(|s| s != Scenario::Append.key())
-        .collect();
-    let last = report.systems.len() as f64;
     report
         .systems
         .iter()
@@ -203,38 +198,11 @@ pub fn summary(report: &Report) -> Vec<Standing> {
                     })
                     .count() as u32
             };
-            let mut ranks = Vec::new();
-            for scenario in &ranked {
-                let mut figures: Vec<(String, f64, bool)> = report
-                    .systems
-                    .iter()
-                    .filter_map(|s| {
-                        find(report, scenario, &s.name)
-                            .and_then(figure)
-                            .map(|(f, up)| (s.name.clone(), f, up))
-                    })
-                    .collect();
-                figures.sort_by(|a, b| {
-                    if a.2 {
-                        b.1.total_cmp(&a.1)
-                    } else {
-                        a.1.total_cmp(&b.1)
-                    }
-                });
-                let rank = figures
-                    .iter()
-                    .position(|(name, ..)| name == &system.name)
-                    .map_or(last, |p| p as f64 + 1.0);
-                ranks.push(rank);
-            }
             Standing {
                 system: system.name.clone(),
                 won: mine(VerdictKind::Faster),
                 lost: mine(VerdictKind::Slower),
                 parity: mine(VerdictKind::Parity),
-                fastest: ranks.iter().filter(|r| **r == 1.0).count() as u32,
-                average_placement: (!ranks.is_empty())
-                    .then(|| ranks.iter().sum::<f64>() / ranks.len() as f64),
             }
         })
         .collect()
@@ -327,26 +295,16 @@ fn summary_table(report: &Report) -> Table {
                 against(s.won),
                 against(s.lost),
                 against(s.parity),
-                s.fastest.to_string(),
-                s.average_placement
-                    .map_or_else(|| "–".to_owned(), |p| format!("{p:.2}")),
             ]
         })
         .collect();
     Table {
         title: format!(
-            "Summary against {reference} (the append excluded; a cell without a figure places last)"
+            "Verdicts against {reference} (the append excluded; each from the interval of its ratio, see the table)"
         ),
-        header: [
-            "engine",
-            "won",
-            "lost",
-            "parity",
-            "fastest",
-            "average placement",
-        ]
-        .map(String::from)
-        .to_vec(),
+        header: ["engine", "won", "lost", "parity"]
+            .map(String::from)
+            .to_vec(),
         rows,
         numeric: true,
     }
@@ -580,14 +538,15 @@ mod tests {
     }
 
     #[test]
-    fn the_summary_counts_wins_and_ranks_a_refusal_last() {
+    fn the_summary_counts_verdicts_only() {
         let standings = summary(&report());
         let b = standings.iter().find(|s| s.system == "b").unwrap();
-        assert_eq!((b.won, b.lost, b.parity, b.fastest), (2, 0, 1, 2));
-        // fill 1, inspection 1, first-page 2 (refused), count 2 → 1.5
-        assert_eq!(b.average_placement, Some(1.5));
-        let a = standings.iter().find(|s| s.system == "a").unwrap();
-        assert_eq!(a.average_placement, Some(1.5));
+        assert_eq!((b.won, b.lost, b.parity), (2, 0, 1));
+        let text = serde_json::to_string(&standings).unwrap();
+        assert!(
+            !text.contains("placement") && !text.contains("fastest"),
+            "{text}"
+        );
     }
 
     /// Write cells as the suite builds them: each round one quick and one slow batch, so the

@@ -331,12 +331,12 @@ pub fn exact_table(report: &Report) -> Option<Table> {
                     .filter(|(_, p)| p.recall >= 0.95)
                     .max_by(|a, b| a.1.qps.total_cmp(&b.1.qps))?;
                 Some(format!(
-                    "{} ({} ef {}): {} q/s = {:.2}× the scan",
+                    "{} ({} ef {}): {} q/s, {}× the scan's",
                     best.0.system,
                     best.1.variant,
                     best.1.ef,
                     format_rate(best.1.qps),
-                    best.1.qps / qps.max(1e-9)
+                    two_figures(best.1.qps / qps.max(1e-9))
                 ))
             });
             row.push(bar.unwrap_or_else(|| "no index point reaches 0.95".into()));
@@ -352,11 +352,21 @@ pub fn exact_table(report: &Report) -> Option<Table> {
             "p50".into(),
             "p99".into(),
             "QPS".into(),
-            "fastest index point at recall ≥ 0.95".into(),
+            "index point of highest median QPS at recall ≥ 0.95 (a ratio of medians: descriptive, no interval)".into(),
         ],
         rows,
         numeric: false,
     })
+}
+
+/// A ratio with two significant figures however small (`0.0043`, `0.52`, `3.1`), so a
+/// filter that leaves the scan little to read never prints as `0.00`.
+fn two_figures(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        return format!("{ratio}");
+    }
+    let decimals = (1 - ratio.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{ratio:.decimals$}")
 }
 
 /// `f32 · unfiltered · ef 64` → `f32 · unfiltered` (for cells that never got their extras).

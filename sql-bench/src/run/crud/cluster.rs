@@ -8,6 +8,7 @@ use anyhow::bail;
 use common::options::TargetSpec;
 use common::protocol::CellBuilder;
 use common::results::{Report, Status};
+use common::verdict::{UNMATCHED_DURABILITY as UNMATCHED, label_kind, unmatched_durability};
 
 use super::system::{ClusterState, System};
 use crate::durability::{Check, ReadFrom};
@@ -45,7 +46,11 @@ pub(super) async fn verify_all(
             judge(opts, system, &mismatches);
         }
         if let (Some(evidence), None) = (system.cluster.evidence.as_mut(), &system.refused) {
-            evidence.matched = !system.info.labels.iter().any(|l| l == UNMATCHED);
+            evidence.matched = !system
+                .info
+                .labels
+                .iter()
+                .any(|l| label_kind(l) == UNMATCHED);
             evidence.measured_unmatched = !evidence.matched;
         }
         route_reads(opts, system);
@@ -53,19 +58,16 @@ pub(super) async fn verify_all(
     Ok(())
 }
 
-/// The label of a system measured although its durability does not match.
-const UNMATCHED: &str = "unmatched durability";
-
 /// Refuses a system whose durability does not match, or labels it when that is allowed
 /// (the same judgement as when it was described, now on every mismatch).
 fn judge(opts: &CrudOpts, system: &mut System, mismatches: &[String]) {
-    system.info.labels.retain(|l| l != UNMATCHED);
+    system.info.labels.retain(|l| label_kind(l) != UNMATCHED);
     system.refused = None;
     if mismatches.is_empty() {
         return;
     }
     if opts.allow_unmatched_durability {
-        system.info.labels.push(UNMATCHED.into());
+        system.info.labels.push(unmatched_durability(mismatches));
     } else {
         system.refused = Some(format!(
             "durability does not match {:?}: {}; pass --allow-unmatched-durability to measure it anyway, labelled",

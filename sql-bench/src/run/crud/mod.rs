@@ -266,7 +266,7 @@ fn say_refusals(systems: &[System], progress: &Progress) {
             .info
             .labels
             .iter()
-            .any(|l| l == "unmatched durability")
+            .any(|l| common::verdict::label_kind(l) == common::verdict::UNMATCHED_DURABILITY)
         {
             progress.line(format!(
                 "{}: measured with unmatched durability, labelled",
