@@ -2,9 +2,22 @@
 //! operations in flight and still writes the report; a second exits at once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// The signal that stopped this process's run: 0 none (or a flag set by a caller), 1 Ctrl-C,
+/// 2 SIGTERM.
+static CAUSE: AtomicU8 = AtomicU8::new(0);
+
+/// What stopped the run, as a worker tells the others: `SIGTERM`, or `Ctrl-C` (also when a
+/// caller's flag did).
+pub fn cause() -> &'static str {
+    match CAUSE.load(Ordering::SeqCst) {
+        2 => "SIGTERM",
+        _ => "Ctrl-C",
+    }
+}
 
 /// The two signals that stop a run, listened to together.
 pub struct Signals {
@@ -39,6 +52,7 @@ pub fn install() -> Arc<AtomicBool> {
             return;
         };
         let name = signals.next().await;
+        CAUSE.store(if name == "SIGTERM" { 2 } else { 1 }, Ordering::SeqCst);
         set.store(true, Ordering::SeqCst);
         eprintln!(
             "\ninterrupted ({name}): finishing the current window and writing the report (again to quit now)"

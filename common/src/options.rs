@@ -1,5 +1,6 @@
 //! The flags every fairbench tool shares, with the same names and meanings everywhere.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -149,6 +150,21 @@ pub struct CommonOpts {
         default = "default_barrier_timeout"
     )]
     pub barrier_timeout: Duration,
+
+    /// The file holding the run's barrier token (at least 16 characters; `openssl rand -hex
+    /// 32`), the same on every worker: every barrier message is authenticated with it, and a
+    /// peer without it is refused. Without the flag the token is read from
+    /// FAIRBENCH_BARRIER_TOKEN (the token itself); without either, the barrier is open to any
+    /// host that reaches it, and the run says so. The token is never stored, only this path.
+    #[arg(long, value_name = "FILE")]
+    #[serde(default)]
+    pub barrier_token: Option<PathBuf>,
+
+    /// The address worker 0's barrier listens on, for a host with several interfaces (default:
+    /// every interface).
+    #[arg(long, value_name = "ADDR")]
+    #[serde(default)]
+    pub barrier_bind: Option<IpAddr>,
 }
 
 fn one_worker() -> u32 {

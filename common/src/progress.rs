@@ -1,5 +1,7 @@
-//! The live progress line: workers send snapshots over a bounded channel to one reporter
-//! thread, which alone merges, formats and draws (on stderr, so stdout stays the result).
+//! The live progress lines: workers send snapshots over a bounded channel to one reporter
+//! thread, which alone merges, formats and draws (on stderr, so stdout stays the result). The
+//! window's line, and under it the run's: windows and cells done of those planned, and the
+//! time left estimated from them ([`RunPlan`]).
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -34,8 +36,69 @@ impl Snapshot {
     }
 }
 
+/// What the run will measure, for its overall line: `cells` (workload × system), each of
+/// `windows_per_cell` windows (warm-ups and measured rounds) of `window`; in fork `fork` of
+/// `forks` (1 … N; 0 of 1 for a run in one process), the forks before it counted as done.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunPlan {
+    pub cells: u64,
+    pub windows_per_cell: u64,
+    pub window: Duration,
+    pub fork: u32,
+    pub forks: u32,
+}
+
+impl RunPlan {
+    /// Windows of one process (one fork).
+    fn windows_here(&self) -> u64 {
+        self.cells * self.windows_per_cell
+    }
+
+    /// The overall line after `done_here` windows of this process (a fraction for the one
+    /// open), `elapsed` since its first window opened: cells and windows done of those
+    /// planned, and the time left at the pace seen so far (at first, one window's duration
+    /// each).
+    pub fn line(&self, done_here: f64, elapsed: Duration) -> String {
+        let forks = u64::from(self.forks.max(1));
+        let before = u64::from(self.fork.saturating_sub(1)) * self.windows_here();
+        let total = self.windows_here() * forks;
+        let done = (before as f64 + done_here).min(total as f64);
+        let per_window = if done_here >= 1.0 {
+            elapsed.as_secs_f64() / done_here
+        } else {
+            self.window.as_secs_f64()
+        };
+        let left = Duration::from_secs_f64(((total as f64 - done) * per_window).max(0.0));
+        let cells = (done / self.windows_per_cell.max(1) as f64).floor() as u64;
+        let fork = if self.fork > 0 {
+            format!(" · fork {}/{}", self.fork, self.forks)
+        } else {
+            String::new()
+        };
+        format!(
+            "run · cell {}/{} · window {}/{total}{fork} · about {} left",
+            cells.min(self.cells * forks),
+            self.cells * forks,
+            (done.ceil() as u64).min(total),
+            format_left(left)
+        )
+    }
+}
+
+/// `45s`, `3m 20s`, `1h 05m`.
+fn format_left(left: Duration) -> String {
+    let s = left.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 #[derive(Debug)]
 pub enum Message {
+    /// What the run will measure (for the overall line).
+    Plan(RunPlan),
     /// A window opens: what is measured and for how long.
     Window {
         label: String,
@@ -76,6 +139,11 @@ impl Progress {
     /// The sender to hand to workers (none when quiet).
     pub fn sender(&self) -> Option<ProgressTx> {
         self.tx.clone()
+    }
+
+    /// What the run will measure from now on: the overall line appears under the window's.
+    pub fn plan(&self, plan: RunPlan) {
+        self.send(Message::Plan(plan));
     }
 
     pub fn window(&self, label: impl Into<String>, duration: Duration) {
@@ -150,13 +218,42 @@ impl WindowView {
     }
 }
 
+/// The run as the reporter follows it: its plan, and the windows opened since the first.
+#[derive(Default)]
+struct RunView {
+    plan: Option<RunPlan>,
+    opened: u64,
+    first: Option<Instant>,
+}
+
+impl RunView {
+    fn line(&self, window: Option<&WindowView>) -> Option<String> {
+        let plan = self.plan?;
+        let first = self.first?;
+        let open = window.map_or(0.0, |w| {
+            (w.opened.elapsed().as_secs_f64() / w.duration.as_secs_f64().max(1e-3)).min(1.0)
+        });
+        let done_here = self.opened.saturating_sub(1) as f64 + open;
+        Some(plan.line(done_here, first.elapsed()))
+    }
+}
+
 fn report(rx: Receiver<Message>) {
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
     let mut window: Option<WindowView> = None;
+    let mut run = RunView::default();
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Message::Plan(plan)) => {
+                run = RunView {
+                    plan: Some(plan),
+                    ..RunView::default()
+                };
+            }
             Ok(Message::Window { label, duration }) => {
+                run.opened += 1;
+                run.first.get_or_insert_with(Instant::now);
                 window = Some(WindowView {
                     label,
                     opened: Instant::now(),
@@ -185,13 +282,61 @@ fn report(rx: Receiver<Message>) {
             Ok(Message::Quit) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
         }
-        match &window {
-            Some(view) => {
+        let overall = run.line(window.as_ref());
+        match (&window, overall) {
+            (Some(view), Some(overall)) => {
+                bar.set_message(format!("{}\n  {overall}", view.line()));
+                bar.tick();
+            }
+            (Some(view), None) => {
                 bar.set_message(view.line());
                 bar.tick();
             }
-            None => bar.set_message(""),
+            (None, Some(overall)) => {
+                bar.set_message(overall);
+                bar.tick();
+            }
+            (None, None) => bar.set_message(""),
         }
     }
     bar.finish_and_clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(fork: u32, forks: u32) -> RunPlan {
+        RunPlan {
+            cells: 4,
+            windows_per_cell: 3,
+            window: Duration::from_secs(5),
+            fork,
+            forks,
+        }
+    }
+
+    #[test]
+    fn the_run_line_counts_cells_and_windows_and_estimates_the_time_left() {
+        // Before any window ends: one window's duration for each of the 12.
+        assert_eq!(
+            plan(0, 1).line(0.0, Duration::ZERO),
+            "run · cell 0/4 · window 0/12 · about 1m 00s left"
+        );
+        // Seven windows in 42 s (6 s each, set-up included): five left, 30 s.
+        assert_eq!(
+            plan(0, 1).line(7.0, Duration::from_secs(42)),
+            "run · cell 2/4 · window 7/12 · about 30s left"
+        );
+        // Fork 2 of 3: the first fork's 12 windows are done; 24 − 13 left at 5 s.
+        assert_eq!(
+            plan(2, 3).line(1.0, Duration::from_secs(5)),
+            "run · cell 4/12 · window 13/36 · fork 2/3 · about 1m 55s left"
+        );
+        assert_eq!(
+            plan(0, 1).line(12.0, Duration::from_secs(70)),
+            "run · cell 4/4 · window 12/12 · about 0s left"
+        );
+        assert_eq!(format_left(Duration::from_secs(3_900)), "1h 05m");
+    }
 }

@@ -103,6 +103,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
     run.save()?;
     let common = &opts.common;
     let window_plan = run.window_plan(common, segment, common.rate);
+    run.plan_progress(common, plan.workloads.len() * systems.len());
     let mut window_number: u64 = 0;
     for step in schedule(
         plan.workloads.len(),

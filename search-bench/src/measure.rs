@@ -54,6 +54,9 @@ pub async fn queries(state: &mut State<'_>) -> Result<anyhow::Result<()>, Barrie
             Workload::Ingest => None,
         })
         .collect();
+    state
+        .run
+        .plan_progress(common, rows.len() * state.systems.len());
     let steps = schedule(
         rows.len(),
         state.systems.len(),

@@ -148,13 +148,13 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
 /// last recorded and a note naming the worker (the worker block still says why, so `merge`
 /// refuses the part), and the run goes on to its report.
 fn stopped(state: &mut State<'_>, error: BarrierError) -> anyhow::Result<()> {
-    if let BarrierError::Interrupted { worker, .. } = &error {
+    if let BarrierError::Interrupted { worker, cause, .. } = &error {
         state
             .run
             .interrupt()
             .store(true, std::sync::atomic::Ordering::SeqCst);
         state.run.report.notes.push(format!(
-            "The run was interrupted: worker {worker} was interrupted (Ctrl-C) and stopped every worker at the next meeting; cells not measured in full say so."
+            "The run was interrupted: worker {worker} was interrupted ({cause}) and stopped every worker at the next meeting; cells not measured in full say so."
         ));
         return state.save();
     }

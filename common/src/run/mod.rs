@@ -33,7 +33,7 @@ use crate::environment::{Environment, durable_write_floor, loadavg};
 use crate::exit::Exit;
 use crate::export::{ToolReport, exporters};
 use crate::options::CommonOpts;
-use crate::progress::Progress;
+use crate::progress::{Progress, RunPlan};
 use crate::results::{Cell, DataInfo, Location, Report, SystemInfo, WorkerInfo};
 use crate::scale::{BarrierError, Segment, Worker};
 use crate::window::WindowPlan;
@@ -43,7 +43,12 @@ use crate::writer::{ResultsDir, WriteError};
 pub const FLOOR_BUDGET: Duration = Duration::from_millis(500);
 
 /// The note an interrupted run carries unless the tool wrote a more precise one.
-const INTERRUPTED: &str = "The run was interrupted (Ctrl-C); cells not measured in full say so.";
+fn interrupted_note() -> String {
+    format!(
+        "The run was interrupted ({}); cells not measured in full say so.",
+        crate::interrupt::cause()
+    )
+}
 
 /// Which tool is running which suite.
 #[derive(Debug, Clone, Copy)]
@@ -291,6 +296,23 @@ impl Recording {
         &self.interrupt
     }
 
+    /// Tells the progress lines what the run will measure: `cells` (workload × system), each
+    /// of `common`'s warm-ups and rounds, in this fork of `common`'s forks.
+    pub fn plan_progress(&self, common: &CommonOpts, cells: usize) {
+        let (fork, forks) = if common.fork == 0 {
+            (0, 1)
+        } else {
+            (common.fork, common.forks)
+        };
+        self.progress.plan(RunPlan {
+            cells: cells as u64,
+            windows_per_cell: u64::from(common.warmup + common.rounds),
+            window: common.duration,
+            fork,
+            forks,
+        });
+    }
+
     /// Whether Ctrl-C (or the test's flag) asked the run to stop.
     pub fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::SeqCst)
@@ -326,11 +348,14 @@ impl Recording {
         error: BarrierError,
         tool: &dyn ToolReport,
     ) -> anyhow::Result<Summary> {
-        if let BarrierError::Interrupted { worker: who, .. } = &error {
+        if let BarrierError::Interrupted {
+            worker: who, cause, ..
+        } = &error
+        {
             self.interrupt.store(true, Ordering::SeqCst);
             self.report.worker = worker;
             self.report.notes.push(format!(
-                "The run was interrupted: worker {who} was interrupted (Ctrl-C) and stopped every worker at the next meeting; cells not measured in full say so."
+                "The run was interrupted: worker {who} was interrupted ({cause}) and stopped every worker at the next meeting; cells not measured in full say so."
             ));
             return self.finish(tool);
         }
@@ -363,7 +388,10 @@ impl Recording {
                 .iter()
                 .any(|n| n.starts_with("The run was interrupted"))
         {
-            report.notes.push(INTERRUPTED.into());
+            report.notes.push(interrupted_note());
+        }
+        if interrupt.load(Ordering::SeqCst) {
+            mark_stopped(&mut report);
         }
         report.environment.loadavg_end = Some(loadavg());
         if let Some(calibration) = &mut report.environment.calibration {
@@ -372,6 +400,23 @@ impl Recording {
         report.finished_at = Some(crate::clock::now_rfc3339());
         drop(progress);
         publish(report, &results, tool, quiet)
+    }
+}
+
+/// A worker interrupted after its last meeting (no meeting told the others): its part is
+/// still marked stopped, so `merge` refuses it at once rather than add a window cut short.
+fn mark_stopped(report: &mut Report) {
+    let Some(worker) = report.worker.as_mut() else {
+        return;
+    };
+    if let Some(barrier) = worker.barrier.as_mut()
+        && barrier.failure.is_none()
+    {
+        barrier.failure = Some(format!(
+            "worker {} was interrupted ({}) after its last meeting",
+            worker.index,
+            crate::interrupt::cause()
+        ));
     }
 }
 

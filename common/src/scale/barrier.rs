@@ -4,22 +4,32 @@
 //! synchronized clocks needed). A mismatch, a worker missing past `--barrier-timeout` or a
 //! worker that leaves stops every worker with [`BARRIER_EXIT`].
 //!
-//! The protocol is one line per message over one TCP connection per worker, kept for the run:
-//! `HELLO run hash version index count` → `WELCOME` | `REFUSE reason`; then per window
-//! `ARRIVE round payload rtt_ns` → `GO round delay_ns payload_sum` | `ABORT reason`. A worker
-//! interrupted (Ctrl-C) says `STOP round` instead of arriving, and worker 0 (on its own
-//! interrupt too) answers every worker `HALT index`: each stops at that meeting as an
-//! interrupted run does ([`BarrierError::Interrupted`]), not as a failed one.
+//! The protocol is one line per message over one TCP connection per worker, kept for the run,
+//! every line but the first authenticated with the run's token ([`wire`]): `NONCE n` (worker
+//! 0, in the clear) → `HELLO run hash version index count` → `WELCOME` | `REFUSE reason`; then
+//! per window `ARRIVE round payload rtt_ns` → `GO round delay_ns payload_sum` | `ABORT
+//! reason`. A peer without the token is refused at the door, named in worker 0's log, and
+//! touches nothing: it cannot join, stop or delay the run (each handshake runs on a task of
+//! its own, within [`HANDSHAKE`]). A worker interrupted (Ctrl-C or SIGTERM) says `STOP round
+//! cause` instead of arriving, or at once while it waits for "go", and stops; worker 0 (on its
+//! own interrupt too) answers every worker `HALT index cause`: each stops at that meeting as
+//! an interrupted run does ([`BarrierError::Interrupted`]), not as a failed one.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+mod wire;
+
+pub use wire::{Access, MIN_TOKEN_LEN, TOKEN_VARIABLE, Token};
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::time::timeout_at;
+
+use wire::{End, Wire, WireError};
 
 /// The exit code of a run stopped at the barrier (0, 1 and 2 are the usual ones).
 pub const BARRIER_EXIT: u8 = 3;
@@ -28,21 +38,39 @@ pub const BARRIER_EXIT: u8 = 3;
 /// reach every worker.
 const MIN_START_DELAY: Duration = Duration::from_millis(20);
 
+/// The longest a peer may take, once connected, to say who it is: worker 0 admits every
+/// connection on a task of its own, so a peer that says nothing delays no one.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// Connections worker 0 reads hellos from at once; more are closed unread (a worker retries).
+const MAX_HANDSHAKES: usize = 16;
+
+/// Refused peers named in worker 0's log and results; later ones are counted only.
+const LOGGED_REFUSALS: u64 = 10;
+
+/// How often a wait at the barrier looks at this worker's interrupt flag.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
 /// Why the barrier stopped the run.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum BarrierError {
     #[error("barrier {address}: {reason}")]
     Failed { address: String, reason: String },
-    /// A worker was interrupted and told the others at a meeting: the run stops as an
-    /// interrupted one does (cells kept, results written), on every worker.
-    #[error("barrier {address}: worker {worker} was interrupted (Ctrl-C)")]
-    Interrupted { address: String, worker: u32 },
+    /// A worker was interrupted (Ctrl-C or SIGTERM, the `cause`) and told the others: the run
+    /// stops as an interrupted one does (cells kept, results written), on every worker.
+    #[error("barrier {address}: worker {worker} was interrupted ({cause})")]
+    Interrupted {
+        address: String,
+        worker: u32,
+        cause: String,
+    },
 }
 
 /// How one meeting ended, when it did not open the window.
 enum Halt {
     Failed(String),
-    Interrupted(u32),
+    /// Worker `.0` was interrupted by `.1` (`SIGTERM`, `Ctrl-C`).
+    Interrupted(u32, String),
 }
 
 impl From<String> for Halt {
@@ -57,6 +85,20 @@ impl BarrierError {
             address: address.to_owned(),
             reason: reason.into(),
         }
+    }
+}
+
+/// A cause as it travels: one word of letters, digits and `-`.
+fn one_word(cause: &str) -> String {
+    let word: String = cause
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(16)
+        .collect();
+    if word.is_empty() {
+        "Ctrl-C".into()
+    } else {
+        word
     }
 }
 
@@ -141,12 +183,46 @@ pub struct BarrierRecord {
     /// Why the barrier stopped the run, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Whether every message was authenticated with the run's token (`--barrier-token`);
+    /// false is an open barrier any host that reaches it could join.
+    #[serde(default)]
+    pub authenticated: bool,
+    /// Peers worker 0 refused without letting them touch the run (address and why), the
+    /// first few.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+/// Peers refused at worker 0's door, each named once in its log.
+#[derive(Default)]
+struct Refusals {
+    seen: AtomicU64,
+    kept: Mutex<Vec<String>>,
+}
+
+impl Refusals {
+    fn note(&self, peer: SocketAddr, why: &str) {
+        let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= LOGGED_REFUSALS {
+            let line = format!("{peer}: {why}");
+            eprintln!("barrier: refused {line}");
+            self.kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(line);
+        } else if n == LOGGED_REFUSALS + 1 {
+            eprintln!("barrier: refused more peers; further refusals are not logged");
+        }
+    }
+
+    fn list(&self) -> Vec<String> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 struct Peer {
     index: u32,
-    reader: BufReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: tokio::net::tcp::OwnedWriteHalf,
+    wire: Wire,
 }
 
 enum Role {
@@ -155,10 +231,11 @@ enum Role {
         incoming: mpsc::UnboundedReceiver<Result<Peer, String>>,
         peers: Vec<Peer>,
         acceptor: tokio::task::JoinHandle<()>,
+        refusals: Arc<Refusals>,
     },
     Follower {
-        reader: BufReader<tokio::net::tcp::OwnedReadHalf>,
-        writer: tokio::net::tcp::OwnedWriteHalf,
+        wire: Wire,
+        index: u32,
     },
 }
 
@@ -169,7 +246,8 @@ pub struct Barrier {
     timeout: Duration,
     round: u64,
     record: BarrierRecord,
-    /// This process's Ctrl-C flag: set, the next meeting stops every worker.
+    /// This process's interrupt flag: set, this worker tells the others at once when it is
+    /// waiting at the barrier, else at its next meeting, and every worker stops.
     interrupt: Option<Arc<AtomicBool>>,
 }
 
@@ -190,50 +268,59 @@ fn unix_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-async fn read_line(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    deadline: Instant,
-) -> Result<String, String> {
-    let mut line = String::new();
-    match timeout_at(deadline.into(), reader.read_line(&mut line)).await {
-        Err(_) => Err("timed out".into()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Ok(Ok(0)) => Err("the connection closed".into()),
-        Ok(Ok(_)) => Ok(line.trim_end().to_owned()),
+/// Resolves once `flag` is set (never without one).
+async fn interrupted(flag: Option<&AtomicBool>) {
+    let Some(flag) = flag else {
+        return std::future::pending().await;
+    };
+    while !flag.load(Ordering::SeqCst) {
+        tokio::time::sleep(INTERRUPT_POLL).await;
     }
 }
 
 impl Barrier {
-    /// Joins the run: worker 0 (`hello.index == 0`) listens on the barrier's port and admits
-    /// the others as they come; any other worker connects (retrying until the timeout, as
-    /// worker 0 may start later) and is admitted or refused at once.
+    /// Joins the run: worker 0 (`hello.index == 0`) listens on the barrier's port (on
+    /// `access.bind`) and admits the others as they come, each connection on a task of its
+    /// own; any other worker connects (retrying until the timeout, as worker 0 may start
+    /// later) and is admitted or refused at once. Every message carries a tag made with
+    /// `access.token`: a peer without it is refused and named in worker 0's log.
     pub async fn join(
         address: &str,
         hello: Hello,
         timeout: Duration,
+        access: Access,
     ) -> Result<Barrier, BarrierError> {
         let (_, port) = parse_address(address).map_err(|e| BarrierError::new(address, e))?;
         let mut record = BarrierRecord {
             address: address.to_owned(),
+            authenticated: access.token.is_secret(),
             ..BarrierRecord::default()
         };
         let role = if hello.index == 0 {
-            let listener = TcpListener::bind(("0.0.0.0", port)).await.map_err(|e| {
+            let listener = TcpListener::bind((access.bind, port)).await.map_err(|e| {
                 BarrierError::new(
                     address,
-                    format!("worker 0 cannot listen on port {port}: {e}"),
+                    format!("worker 0 cannot listen on {}:{port}: {e}", access.bind),
                 )
             })?;
             let (sender, incoming) = mpsc::unbounded_channel();
-            let acceptor = tokio::spawn(accept(listener, hello.clone(), sender, timeout));
+            let refusals = Arc::new(Refusals::default());
+            let door = Door {
+                hello: hello.clone(),
+                token: access.token,
+                handshake: HANDSHAKE.min(timeout),
+                refusals: refusals.clone(),
+            };
+            let acceptor = tokio::spawn(accept(listener, Arc::new(door), sender));
             Role::Leader {
                 hello,
                 incoming,
                 peers: Vec::new(),
                 acceptor,
+                refusals,
             }
         } else {
-            let (role, rtt) = connect(address, &hello, timeout).await?;
+            let (role, rtt) = connect(address, &hello, timeout, &access.token).await?;
             record.rtt_ns = rtt.as_nanos() as u64;
             role
         };
@@ -247,14 +334,20 @@ impl Barrier {
         })
     }
 
-    /// Watches `interrupt` (the run's Ctrl-C flag): once it is set, this worker's next
-    /// meeting stops the run on every worker as an interrupted run.
+    /// Watches `interrupt` (the run's Ctrl-C or SIGTERM flag): once it is set, this worker
+    /// stops the run on every worker as an interrupted run, at once when it is waiting at the
+    /// barrier, else at its next meeting.
     pub fn watch(&mut self, interrupt: Arc<AtomicBool>) {
         self.interrupt = Some(interrupt);
     }
 
-    pub fn record(&self) -> &BarrierRecord {
-        &self.record
+    /// What this worker observed at the barrier so far (on worker 0, with the peers refused).
+    pub fn record(&self) -> BarrierRecord {
+        let mut record = self.record.clone();
+        if let Role::Leader { refusals, .. } = &self.role {
+            record.refused = refusals.list();
+        }
+        record
     }
 
     /// Notes the failure in the record (the cells say why) and hands it back.
@@ -270,14 +363,11 @@ impl Barrier {
         self.round += 1;
         let arrived = Instant::now();
         let deadline = arrived + self.timeout;
-        let interrupted = self
-            .interrupt
-            .as_ref()
-            .is_some_and(|i| i.load(Ordering::SeqCst));
+        let flag = self.interrupt.as_deref();
         let meeting = Meeting {
             round: self.round,
             payload,
-            interrupted,
+            interrupted: flag.is_some_and(|i| i.load(Ordering::SeqCst)),
         };
         let result = match &mut self.role {
             Role::Leader {
@@ -285,24 +375,25 @@ impl Barrier {
                 incoming,
                 peers,
                 ..
-            } => lead(hello, incoming, peers, meeting, deadline).await,
-            Role::Follower { reader, writer } => {
+            } => lead(hello, incoming, peers, meeting, deadline, flag).await,
+            Role::Follower { wire, index } => {
                 // Worker 0 may arrive a whole timeout after this worker (its preparation)
                 // and then wait a timeout for the others: it, not this worker, says who is
                 // missing.
                 let rtt = self.record.rtt_ns;
                 let deadline = deadline + self.timeout;
-                follow(reader, writer, meeting, rtt, deadline).await
+                follow(wire, *index, meeting, rtt, deadline, flag).await
             }
         };
         let (sum, delay, spread) = match result {
             Ok(go) => go,
             Err(Halt::Failed(reason)) => return Err(self.failed(reason)),
-            Err(Halt::Interrupted(worker)) => {
-                self.record.failure = Some(format!("worker {worker} was interrupted (Ctrl-C)"));
+            Err(Halt::Interrupted(worker, cause)) => {
+                self.record.failure = Some(format!("worker {worker} was interrupted ({cause})"));
                 return Err(BarrierError::Interrupted {
                     address: self.address.clone(),
                     worker,
+                    cause,
                 });
             }
         };
@@ -320,12 +411,7 @@ impl Barrier {
     /// not worker 0, closing its connection is enough: worker 0 fails its next wait.
     pub async fn abort(&mut self, reason: &str) {
         if let Role::Leader { peers, .. } = &mut self.role {
-            for peer in peers.iter_mut() {
-                let _ = peer
-                    .writer
-                    .write_all(format!("ABORT {reason}\n").as_bytes())
-                    .await;
-            }
+            tell_all(peers, &format!("ABORT {reason}")).await;
         }
         self.record.failure.get_or_insert_with(|| reason.to_owned());
     }
@@ -339,46 +425,141 @@ impl Drop for Barrier {
     }
 }
 
-/// Worker 0's listener: admits each worker whose hello matches, refuses the others (and
-/// reports them, so worker 0 stops too).
+async fn tell_all(peers: &mut [Peer], message: &str) {
+    for peer in peers.iter_mut() {
+        let _ = peer.wire.send(message).await;
+    }
+}
+
+/// What worker 0's door knows: the run (to check each hello against), the token, how long a
+/// peer may take to say who it is, and where refusals are noted.
+struct Door {
+    hello: Hello,
+    token: Token,
+    handshake: Duration,
+    refusals: Arc<Refusals>,
+}
+
+/// How one connection to worker 0 ended its handshake.
+enum Admission {
+    /// One of the run's workers, admitted.
+    Peer(Peer),
+    /// A peer with the token whose hello does not fit the run: every worker stops.
+    Mismatch(String),
+    /// A peer without the token (or that said nothing valid): refused, the run untouched.
+    Stranger(String),
+}
+
+/// Worker 0's listener: each connection's handshake on a task of its own (at most
+/// [`MAX_HANDSHAKES`] at once), so no peer can hold the door.
 async fn accept(
     listener: TcpListener,
-    hello: Hello,
+    door: Arc<Door>,
     sender: mpsc::UnboundedSender<Result<Peer, String>>,
-    timeout: Duration,
 ) {
+    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let (read, mut writer) = stream.into_split();
-        let mut reader = BufReader::new(read);
-        let line = match read_line(&mut reader, Instant::now() + timeout).await {
-            Ok(line) => line,
-            Err(_) => continue,
-        };
-        let Some(theirs) = Hello::parse(&line) else {
-            // Not a worker (a port scan, a health check): not the run's business.
-            continue;
-        };
-        if let Some(reason) = hello.mismatch(&theirs) {
-            let _ = writer
-                .write_all(format!("REFUSE {reason}\n").as_bytes())
-                .await;
-            let _ = sender.send(Err(reason));
-            continue;
-        }
-        if writer.write_all(b"WELCOME\n").await.is_ok() {
-            let peer = Peer {
-                index: theirs.index,
-                reader,
-                writer,
-            };
-            if sender.send(Ok(peer)).is_err() {
-                return;
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                // Out of descriptors, say: let them free up rather than spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             }
+        };
+        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+            door.refusals
+                .note(peer, "too many connections saying nothing at once");
+            continue;
+        };
+        let (door, sender) = (door.clone(), sender.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            match admit(stream, &door).await {
+                Admission::Peer(p) => {
+                    let _ = sender.send(Ok(p));
+                }
+                Admission::Mismatch(reason) => {
+                    let _ = sender.send(Err(reason));
+                }
+                Admission::Stranger(why) => door.refusals.note(peer, &why),
+            }
+        });
+    }
+}
+
+/// One connection's handshake at worker 0: the nonce out, an authenticated hello back that
+/// fits the run, then `WELCOME`.
+async fn admit(stream: TcpStream, door: &Door) -> Admission {
+    let deadline = Instant::now() + door.handshake;
+    let nonce = wire::nonce();
+    let mut wire = Wire::new(stream, door.token.clone(), nonce.clone(), End::Leader);
+    if wire.send_plain(&format!("NONCE {nonce}")).await.is_err() {
+        return Admission::Stranger("the connection closed".into());
+    }
+    let line = match wire.recv(deadline).await {
+        Ok(line) => line,
+        Err(WireError::Unauthenticated) => {
+            let _ = wire
+                .send_plain("REFUSE not authenticated: this run's barrier needs its token (--barrier-token FILE or FAIRBENCH_BARRIER_TOKEN)")
+                .await;
+            return Admission::Stranger(
+                "not authenticated (no barrier token, or another one)".into(),
+            );
         }
+        Err(WireError::TimedOut) => {
+            return Admission::Stranger(format!(
+                "said nothing valid within {}",
+                crate::human::format_duration(door.handshake)
+            ));
+        }
+        Err(e) => return Admission::Stranger(format!("no hello ({e})")),
+    };
+    let Some(theirs) = Hello::parse(&line) else {
+        return Admission::Stranger("an authenticated message that is not a hello".into());
+    };
+    if let Some(reason) = door.hello.mismatch(&theirs) {
+        let _ = wire.send(&format!("REFUSE {reason}")).await;
+        return Admission::Mismatch(reason);
+    }
+    match wire.send("WELCOME").await {
+        Ok(()) => Admission::Peer(Peer {
+            index: theirs.index,
+            wire,
+        }),
+        Err(e) => Admission::Stranger(format!("left before its welcome ({e})")),
+    }
+}
+
+/// One attempt to join worker 0: the nonce read, the hello sent, the answer read. `Ok(None)`
+/// is a connection that failed before an answer (worker 0 not ready): try again.
+async fn handshake(
+    stream: TcpStream,
+    hello: &Hello,
+    token: &Token,
+    deadline: Instant,
+) -> Result<Result<Wire, String>, String> {
+    let mut wire = Wire::new(stream, token.clone(), String::new(), End::Follower);
+    let line = wire.recv_plain(deadline).await.map_err(|e| e.to_string())?;
+    let Some(nonce) = line.strip_prefix("NONCE ") else {
+        return Err(format!("worker 0 said `{line}` instead of its nonce"));
+    };
+    wire.set_nonce(nonce.to_owned());
+    wire.send(hello.line().trim_end())
+        .await
+        .map_err(|e| e.to_string())?;
+    match wire.recv(deadline).await {
+        Ok(line) if line == "WELCOME" => Ok(Ok(wire)),
+        Ok(line) => Ok(Err(line
+            .strip_prefix("REFUSE ")
+            .unwrap_or(&line)
+            .to_owned())),
+        Err(WireError::Unauthenticated) => Ok(Err(wire
+            .last_line()
+            .strip_prefix("REFUSE ")
+            .unwrap_or("an answer without a valid tag (another barrier token?)")
+            .to_owned())),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -388,28 +569,23 @@ async fn connect(
     address: &str,
     hello: &Hello,
     timeout: Duration,
+    token: &Token,
 ) -> Result<(Role, Duration), BarrierError> {
     let deadline = Instant::now() + timeout;
     let mut last = String::from("no attempt");
     while Instant::now() < deadline {
         match timeout_at(deadline.into(), TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                let (read, mut writer) = stream.into_split();
-                let mut reader = BufReader::new(read);
                 let sent = Instant::now();
-                let written = writer.write_all(hello.line().as_bytes()).await;
-                let answer = match written {
-                    Ok(()) => read_line(&mut reader, deadline).await,
-                    Err(e) => Err(e.to_string()),
-                };
-                let rtt = sent.elapsed();
-                match answer {
-                    Ok(line) if line == "WELCOME" => {
-                        return Ok((Role::Follower { reader, writer }, rtt));
+                match handshake(stream, hello, token, deadline).await {
+                    Ok(Ok(wire)) => {
+                        let role = Role::Follower {
+                            wire,
+                            index: hello.index,
+                        };
+                        return Ok((role, sent.elapsed()));
                     }
-                    Ok(line) => {
-                        let reason = line.strip_prefix("REFUSE ").unwrap_or(&line);
+                    Ok(Err(reason)) => {
                         return Err(BarrierError::new(
                             address,
                             format!("worker 0 refused worker {}: {reason}", hello.index),
@@ -442,6 +618,14 @@ struct Meeting {
     interrupted: bool,
 }
 
+/// A worker's `STOP round cause`: the cause (any round: a worker interrupted while it waited
+/// says so after its arrival, and worker 0 reads it at the next meeting).
+fn stop_cause(line: &str) -> Option<String> {
+    let mut words = line.strip_prefix("STOP ")?.split_whitespace();
+    words.next()?.parse::<u64>().ok()?;
+    Some(one_word(words.next().unwrap_or("Ctrl-C")))
+}
+
 /// Worker 0's side of one round: every worker admitted and arrived, then "go" to each (or
 /// "halt" when a worker, worker 0 included, was interrupted). Returns the payload sum, the
 /// delay to sleep and the spread of sending "go".
@@ -451,20 +635,20 @@ async fn lead(
     peers: &mut Vec<Peer>,
     meeting: Meeting,
     deadline: Instant,
+    flag: Option<&AtomicBool>,
 ) -> Result<(u64, Duration, Duration), Halt> {
     let Meeting { round, payload, .. } = meeting;
-    let mut interrupted = meeting.interrupted.then_some(0u32);
+    let cause = || crate::interrupt::cause().to_owned();
+    let mut interrupted = meeting.interrupted.then(|| (0u32, cause()));
     let expected = hello.count as usize - 1;
-    let abort = async |peers: &mut Vec<Peer>, reason: &str| {
-        for peer in peers.iter_mut() {
-            let _ = peer
-                .writer
-                .write_all(format!("ABORT {reason}\n").as_bytes())
-                .await;
-        }
-    };
-    while peers.len() < expected {
-        let next = timeout_at(deadline.into(), incoming.recv()).await;
+    while peers.len() < expected && interrupted.is_none() {
+        let next = tokio::select! {
+            next = timeout_at(deadline.into(), incoming.recv()) => next,
+            () = interrupted_now(flag) => {
+                interrupted = Some((0, cause()));
+                break;
+            }
+        };
         let failure = match next {
             Ok(Some(Ok(peer))) if peers.iter().any(|p| p.index == peer.index) => {
                 Some(format!("worker {} joined twice", peer.index))
@@ -489,17 +673,26 @@ async fn lead(
             }
         };
         if let Some(reason) = failure {
-            abort(peers, &reason).await;
+            tell_all(peers, &format!("ABORT {reason}")).await;
             return Err(reason.into());
         }
     }
     let (mut sum, mut rtt_max) = (payload, 0u64);
     for i in 0..peers.len() {
+        if interrupted.as_ref().is_some_and(|(w, _)| *w == 0) {
+            break;
+        }
         let peer = &mut peers[i];
         let index = peer.index;
-        let line = read_line(&mut peer.reader, deadline).await;
-        if line.as_deref().is_ok_and(|l| l == format!("STOP {round}")) {
-            interrupted.get_or_insert(index);
+        let line = tokio::select! {
+            line = peer.wire.recv(deadline) => line,
+            () = interrupted_now(flag) => {
+                interrupted = Some((0, cause()));
+                break;
+            }
+        };
+        if let Some(why) = line.as_deref().ok().and_then(stop_cause) {
+            interrupted.get_or_insert((index, why));
             continue;
         }
         let arrival = line.as_deref().ok().and_then(|l| {
@@ -519,34 +712,35 @@ async fn lead(
             }
             _ => {
                 let why = match line {
-                    Err(e) if e == "timed out" => {
+                    Err(WireError::TimedOut) => {
                         format!("did not arrive at window {round} before the timeout")
                     }
                     Err(e) => format!("left the run before window {round} ({e})"),
                     Ok(l) => format!("said `{l}` at window {round}"),
                 };
                 let reason = format!("worker {index} {why}");
-                abort(peers, &reason).await;
+                tell_all(peers, &format!("ABORT {reason}")).await;
                 return Err(reason.into());
             }
         }
     }
-    if let Some(worker) = interrupted {
-        for peer in peers.iter_mut() {
-            let _ = peer
-                .writer
-                .write_all(format!("HALT {worker}\n").as_bytes())
-                .await;
-        }
-        return Err(Halt::Interrupted(worker));
+    if interrupted.is_none() {
+        interrupted = stopped_meanwhile(peers, round, deadline).await?;
+    }
+    if let Some((worker, cause)) = interrupted {
+        tell_all(peers, &format!("HALT {worker} {cause}")).await;
+        return Err(Halt::Interrupted(worker, cause));
     }
     let delay = MIN_START_DELAY.max(Duration::from_nanos(rtt_max.saturating_mul(2)));
     let sending = Instant::now();
-    for peer in peers.iter_mut() {
-        let go = format!("GO {round} {} {sum}\n", delay.as_nanos());
-        if let Err(e) = peer.writer.write_all(go.as_bytes()).await {
-            let reason = format!("worker {} left the run at window {round} ({e})", peer.index);
-            abort(peers, &reason).await;
+    for i in 0..peers.len() {
+        let go = format!("GO {round} {} {sum}", delay.as_nanos());
+        if let Err(e) = peers[i].wire.send(&go).await {
+            let reason = format!(
+                "worker {} left the run at window {round} ({e})",
+                peers[i].index
+            );
+            tell_all(peers, &format!("ABORT {reason}")).await;
             return Err(reason.into());
         }
     }
@@ -554,33 +748,76 @@ async fn lead(
     Ok((sum, delay.saturating_sub(spread), spread))
 }
 
-/// A worker's side of one round: arrive (or say it was interrupted), then wait for "go" and
-/// sleep its delay less the half round trip the message took.
+/// A worker that arrived and was interrupted while it waited for worker 0 said `STOP` after
+/// its arrival: read what is already there (without waiting), so the window does not open
+/// without it. Any other message out of turn stops the run.
+async fn stopped_meanwhile(
+    peers: &mut [Peer],
+    round: u64,
+    deadline: Instant,
+) -> Result<Option<(u32, String)>, Halt> {
+    for i in 0..peers.len() {
+        let ready = tokio::time::timeout(Duration::ZERO, peers[i].wire.recv(deadline)).await;
+        let Ok(Ok(line)) = ready else {
+            // Nothing yet, or a connection that closed: the next meeting says so.
+            continue;
+        };
+        if let Some(cause) = stop_cause(&line) {
+            return Ok(Some((peers[i].index, cause)));
+        }
+        let reason = format!(
+            "worker {} said `{line}` out of turn at window {round}",
+            peers[i].index
+        );
+        tell_all(peers, &format!("ABORT {reason}")).await;
+        return Err(reason.into());
+    }
+    Ok(None)
+}
+
+/// [`interrupted`] for a `select!` branch.
+async fn interrupted_now(flag: Option<&AtomicBool>) {
+    interrupted(flag).await;
+}
+
+/// A worker's side of one round: arrive (or say it was interrupted and stop at once), then
+/// wait for "go", stopping at once if this worker is interrupted meanwhile, and sleep its
+/// delay less the half round trip the message took.
 async fn follow(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    wire: &mut Wire,
+    me: u32,
     meeting: Meeting,
     rtt_ns: u64,
     deadline: Instant,
+    flag: Option<&AtomicBool>,
 ) -> Result<(u64, Duration, Duration), Halt> {
     let Meeting { round, payload, .. } = meeting;
-    let arrive = if meeting.interrupted {
-        format!("STOP {round}\n")
-    } else {
-        format!("ARRIVE {round} {payload} {rtt_ns}\n")
+    let stop = async |wire: &mut Wire| {
+        let cause = crate::interrupt::cause().to_owned();
+        // Worker 0 reads it at its next meeting and halts every worker; this one is done.
+        let _ = wire.send(&format!("STOP {round} {cause}")).await;
+        Halt::Interrupted(me, cause)
     };
-    writer
-        .write_all(arrive.as_bytes())
+    if meeting.interrupted {
+        return Err(stop(wire).await);
+    }
+    wire.send(&format!("ARRIVE {round} {payload} {rtt_ns}"))
         .await
         .map_err(|e| format!("worker 0 is gone ({e})"))?;
-    let line = read_line(reader, deadline)
-        .await
-        .map_err(|e| format!("no start from worker 0 for window {round} ({e})"))?;
+    let line = tokio::select! {
+        line = wire.recv(deadline) => line,
+        () = interrupted_now(flag) => return Err(stop(wire).await),
+    };
+    let line = line.map_err(|e| format!("no start from worker 0 for window {round} ({e})"))?;
     if let Some(reason) = line.strip_prefix("ABORT ") {
         return Err(format!("worker 0 stopped the run: {reason}").into());
     }
-    if let Some(worker) = line.strip_prefix("HALT ").and_then(|w| w.parse().ok()) {
-        return Err(Halt::Interrupted(worker));
+    if let Some(rest) = line.strip_prefix("HALT ") {
+        let mut words = rest.split_whitespace();
+        if let Some(worker) = words.next().and_then(|w| w.parse().ok()) {
+            let cause = one_word(words.next().unwrap_or("Ctrl-C"));
+            return Err(Halt::Interrupted(worker, cause));
+        }
     }
     let mut words = line.split_whitespace();
     let go = (words.next() == Some("GO"))

@@ -5,6 +5,8 @@
 //! barrier's exit code, one worker per node, a deadline, results on a shared volume); a
 //! second Job merges them: it starts with the workers and `merge --wait` waits for every part
 //! (Kubernetes orders no Jobs, and an init container would hold a node for the whole run).
+//! The barrier's token comes from a Secret the manifest names and never holds
+//! (`FAIRBENCH_BARRIER_TOKEN` from its `secretKeyRef`); its first lines say how to create it.
 
 use std::time::Duration;
 
@@ -40,6 +42,11 @@ pub struct ManifestArgs {
     /// Size of the results volume (ReadWriteMany).
     #[arg(long, default_value = "1Gi")]
     pub storage: String,
+
+    /// The Secret (key `token`) every worker reads the barrier token from, created before the
+    /// Job (the manifest says how; it holds no token itself). Default: NAME-barrier-token.
+    #[arg(long, value_name = "SECRET")]
+    pub token_secret: Option<String>,
 
     /// The benchmark's own arguments, as for a run on one machine (after `--`).
     #[arg(last = true, value_name = "ARGS")]
@@ -116,6 +123,7 @@ pub fn render(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Result<S
         "--worker-count",
         "--run-id",
         "--barrier",
+        "--barrier-token",
         "--output",
     ] {
         if args
@@ -144,8 +152,17 @@ pub fn render(args: &ManifestArgs, tool: &str, run_id_default: &str) -> Result<S
     .map(str::to_owned)
     .to_vec();
     merge_args.extend((0..n).map(|i| format!("/results/worker-{i}")));
+    let secret = label(
+        &args
+            .token_secret
+            .clone()
+            .unwrap_or_else(|| format!("{name}-barrier-token")),
+    );
     let y = format!(
         r#"# {tool}: one run on {n} client machines (run id {run_id}).
+# The workers' barrier admits only peers holding the token in the Secret {secret} (key
+# `token`); this manifest does not create it. Create it once, before applying:
+#   kubectl create secret generic {secret} --from-literal=token="$(openssl rand -hex 32)"
 # kubectl apply -f this; the merged run is in the volume {name}-results under merged/.
 apiVersion: v1
 kind: Service
@@ -215,7 +232,13 @@ spec:
           command:
             - {tool_q}
           args:
-{wargs}          ports:
+{wargs}          env:
+            - name: {token_variable}
+              valueFrom:
+                secretKeyRef:
+                  name: {secret}
+                  key: token
+          ports:
             - containerPort: {port}
               name: barrier
           volumeMounts:
@@ -255,6 +278,7 @@ spec:
         port = args.port,
         storage = q(&args.storage),
         code = BARRIER_EXIT,
+        token_variable = super::barrier::TOKEN_VARIABLE,
         image = q(&args.image),
         tool_q = q(tool),
         wargs = list(&worker_args, 12),
@@ -277,6 +301,7 @@ mod tests {
             port: 7447,
             deadline: Duration::from_secs(3600),
             storage: "1Gi".into(),
+            token_secret: None,
             args: extra.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -349,6 +374,33 @@ mod tests {
         let broken = yaml.replace("backoffLimitPerIndex", "backoffLimitPerIndx");
         let (ok, text) = validate(&bin, &broken);
         assert!(!ok, "a misspelt field passed: {text}");
+    }
+
+    /// The workers read the token from the Secret the manifest names (and says how to make);
+    /// the manifest holds no token, whatever the environment it was made in holds.
+    #[test]
+    fn the_manifest_names_the_token_secret_and_holds_no_token() {
+        let mut with_secret = args(&["--target", "redis://db:6379"]);
+        with_secret.token_secret = Some("geo-token".into());
+        let yaml = render(&with_secret, "geo-bench", "r").unwrap();
+        let reference = "- name: FAIRBENCH_BARRIER_TOKEN\n              valueFrom:\n                secretKeyRef:\n                  name: geo-token\n                  key: token\n";
+        assert!(yaml.contains(reference), "{yaml}");
+        assert!(
+            yaml.contains("kubectl create secret generic geo-token --from-literal=token="),
+            "{yaml}"
+        );
+        assert_eq!(yaml.matches("FAIRBENCH_BARRIER_TOKEN").count(), 1, "{yaml}");
+        assert!(
+            !yaml.contains("value:"),
+            "a literal value in the manifest: {yaml}"
+        );
+        let default = render(&args(&["--target", "x"]), "geo-bench", "r").unwrap();
+        assert!(default.contains("name: geo-run-barrier-token"), "{default}");
+        let error = render(&args(&["--barrier-token", "/t"]), "geo-bench", "r").unwrap_err();
+        assert!(
+            error.starts_with("--barrier-token is set by the manifest"),
+            "{error}"
+        );
     }
 
     #[test]

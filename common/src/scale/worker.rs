@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use super::barrier::{Barrier, BarrierError, Hello};
+use super::barrier::{Access, Barrier, BarrierError, Hello, TOKEN_VARIABLE, Token};
 use super::segment::Segment;
 use crate::options::CommonOpts;
 use crate::results::WorkerInfo;
@@ -17,7 +17,28 @@ pub const PER_WORKER_OPTIONS: &[&str] = &[
     "quiet",
     "load_gate",
     "password_files",
+    "barrier_token",
+    "barrier_bind",
 ];
+
+/// Who may use the run's barrier ([`Token::read`]) and where worker 0 listens; an open barrier
+/// said once, loudly, on stderr.
+fn access(common: &CommonOpts) -> Result<Access, String> {
+    let variable = std::env::var(TOKEN_VARIABLE).ok();
+    let token = Token::read(common.barrier_token.as_deref(), variable)?;
+    if !token.is_secret() {
+        eprintln!(
+            "warning: the barrier is open: any host that reaches it can join, stop or delay this run of {} workers; give every worker the same --barrier-token FILE or {TOKEN_VARIABLE}",
+            common.worker_count
+        );
+    }
+    let mut access = Access::open();
+    access.token = token;
+    if let Some(bind) = common.barrier_bind {
+        access.bind = bind;
+    }
+    Ok(access)
+}
 
 /// FNV-1a 64 over the options (as stored in results.json) less [`PER_WORKER_OPTIONS`], hex.
 /// serde_json keeps object keys sorted, so the text is canonical.
@@ -95,7 +116,11 @@ impl Worker {
             index: segment.index,
             count: segment.count,
         };
-        let mut barrier = Barrier::join(&address, hello, common.barrier_timeout).await?;
+        let access = access(common).map_err(|reason| BarrierError::Failed {
+            address: address.clone(),
+            reason,
+        })?;
+        let mut barrier = Barrier::join(&address, hello, common.barrier_timeout, access).await?;
         barrier.watch(interrupt.clone());
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_owned())

@@ -379,6 +379,7 @@ pub fn manifest(
         port: 7447,
         deadline: std::time::Duration::from_secs(3600),
         storage: "1Gi".into(),
+        token_secret: None,
         args: args.iter().map(|a| a.to_string()).collect(),
     };
     crate::cli::run_tooling(&crate::cli::Tooling::K8sManifest(manifest), tool, report)

@@ -51,10 +51,30 @@ fn settled(report: &Report) -> bool {
             .is_some_and(|b| b.failure.is_some())
 }
 
+/// Refuses the run at once when a part it can read already says it stopped at the barrier
+/// (a worker interrupted, one missing): waiting for the others cannot complete it.
+fn refuse_stopped(path: &std::path::Path, report: &Report) -> anyhow::Result<()> {
+    let Some(worker) = &report.worker else {
+        return Ok(());
+    };
+    if let Some(failure) = worker.barrier.as_ref().and_then(|b| b.failure.as_ref()) {
+        bail!(
+            "worker {} ({}) stopped at the barrier: {failure}; the run is incomplete and nothing was merged",
+            worker.index,
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 fn load_all(args: &MergeArgs, tool: &str) -> anyhow::Result<Vec<Loaded>> {
     let deadline = args.wait.map(|w| Instant::now() + w);
     loop {
-        let loaded: Result<Vec<Loaded>, _> = args.parts.iter().map(|p| load(p, tool)).collect();
+        let each: Vec<_> = args.parts.iter().map(|p| load(p, tool)).collect();
+        for part in each.iter().flatten() {
+            refuse_stopped(&part.file, &part.report)?;
+        }
+        let loaded: Result<Vec<Loaded>, _> = each.into_iter().collect();
         let ready = matches!(&loaded, Ok(parts) if parts.iter().all(|p| settled(&p.report)));
         match deadline {
             Some(deadline) if !ready && Instant::now() < deadline => {

@@ -252,3 +252,42 @@ fn sixty_four_workers_merge() {
     assert_eq!(merged.cells[0].counts.ok, 64 * 10_000);
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
+
+/// A part that says it stopped (a worker interrupted) is refused at once, even while another
+/// part is still missing and `--wait` would wait for it.
+#[test]
+fn a_stopped_part_is_refused_at_once_without_waiting_for_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut stopped) = part(1, 2, &[1_000], &[1.0]);
+    stopped.finished_at = None;
+    if let Some(barrier) = stopped.worker.as_mut().and_then(|w| w.barrier.as_mut()) {
+        barrier.failure = Some("worker 1 was interrupted (SIGTERM)".into());
+    }
+    let one = dir.path().join("worker-1");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::write(
+        one.join("results.json"),
+        serde_json::to_vec(&stopped).unwrap(),
+    )
+    .unwrap();
+    let args = MergeArgs {
+        parts: vec![dir.path().join("worker-0"), one],
+        expect_workers: 2,
+        output: dir.path().join("merged"),
+        wait: Some(Duration::from_secs(20)),
+    };
+    let began = Instant::now();
+    let error = load_all(&args, "geo-bench").err().unwrap().to_string();
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(
+        error.contains("worker 1 (")
+            && error.contains(
+                "stopped at the barrier: worker 1 was interrupted (SIGTERM); the run is incomplete"
+            ),
+        "{error}"
+    );
+}
