@@ -45,8 +45,9 @@ pub struct Opts {
     #[arg(long, value_name = "PATH")]
     pub query_file: Option<PathBuf>,
 
-    /// TEXMEX ground truth (`.ivecs`) for the unfiltered queries; checked against the exact
-    /// ground truth vector-bench computes.
+    /// TEXMEX ground truth (`.ivecs`) for the unfiltered queries; checked at every --k with
+    /// distances recomputed from the vectors (every query's order, a sample against the exact
+    /// search), and replaced by the exact ground truth on any disagreement beyond ties.
     #[arg(long, value_name = "PATH")]
     pub truth_file: Option<PathBuf>,
 
@@ -140,8 +141,8 @@ pub struct Opts {
     #[arg(long)]
     pub truth_only: bool,
 
-    /// Trust a `--truth-file` (or an HDF5 file's `neighbors`) without checking it against
-    /// vector-bench's own exact search on a sample of queries.
+    /// Trust a `--truth-file` (or an HDF5 file's `neighbors`) without checking it against the
+    /// vectors and vector-bench's own exact search (the report says it was trusted).
     #[arg(long)]
     pub trust_truth_file: bool,
 }

@@ -37,7 +37,7 @@ pub struct Plan {
     pub namespace: String,
     pub server_pids: Vec<ServerPid>,
     pub cache_dir: PathBuf,
-    /// Check a truth file (or an HDF5 file's neighbours) on a sample of queries.
+    /// Check a truth file (or an HDF5 file's neighbours) at every k before using it.
     pub check_truth_file: bool,
 }
 

@@ -11,6 +11,11 @@ use crate::truth::{Truth, distance};
 /// f32, so rows closer than this are indistinguishable to them.
 const TIE_SLACK: f64 = 1e-6;
 
+/// How much farther than `distance` a row may be and still tie with it.
+pub fn tie_slack(distance: f64) -> f64 {
+    TIE_SLACK * distance.abs().max(1.0)
+}
+
 /// The score of one or many answers, summed.
 #[derive(Serialize, Debug, Clone, Copy, Default, PartialEq)]
 pub struct Score {
@@ -82,7 +87,7 @@ pub fn score(
 ) -> Score {
     let expected = truth.ids[query].len();
     let kth = truth.kth[query];
-    let slack = TIE_SLACK * kth.abs().max(1.0);
+    let slack = tie_slack(kth);
     let mut score = Score {
         queries: 1,
         expected: expected as u64,

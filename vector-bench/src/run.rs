@@ -78,7 +78,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         systems: infos,
         reference: Some(reference),
         data: Some(data_info(&data)),
-        notes: crate::report::notes(opts, &kinds(&systems)),
+        notes: crate::report::notes(opts, &kinds(&systems), data.metric),
     })?;
     run.report
         .extra
@@ -266,10 +266,12 @@ async fn ground_truth(
 ) -> anyhow::Result<Vec<TruthInfo>> {
     let data = data.clone();
     let (k, filters, cache) = (plan.k, plan.filters.clone(), plan.cache_dir.clone());
+    let ks = plan.ks.clone();
     let (quiet, check_file) = (opts.common.quiet, plan.check_truth_file);
     tokio::task::spawn_blocking(move || {
         let plan = TruthPlan {
             k,
+            ks: &ks,
             cache_dir: &cache,
             force,
             check_file,

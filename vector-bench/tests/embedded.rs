@@ -237,6 +237,196 @@ fn write_fvecs(
     std::fs::write(path, bytes).unwrap();
 }
 
+fn write_ivecs(path: &std::path::Path, lists: &[Vec<u32>]) {
+    let mut bytes = Vec::new();
+    for list in lists {
+        bytes.extend_from_slice(&(list.len() as i32).to_le_bytes());
+        list.iter()
+            .for_each(|id| bytes.extend_from_slice(&(*id as i32).to_le_bytes()));
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A seeded value in [0, 1000) per (row, dimension): no two L2 distances tie.
+fn scattered(seed: usize) -> impl Fn(usize, usize) -> f32 {
+    move |r, d| ((r * 7_919 + d * 104_729 + seed) * 2_654_435_761 % 1_000_003) as f32 / 1_000.0
+}
+
+/// Every row of `rows` ordered by its L2 distance to `query`, in f64, nearest first.
+fn by_distance(rows: &[Vec<f32>], query: &[f32]) -> Vec<u32> {
+    let mut all: Vec<(f64, u32)> = rows
+        .iter()
+        .enumerate()
+        .map(|(id, row)| {
+            let d = row
+                .iter()
+                .zip(query)
+                .map(|(a, b)| (f64::from(*a) - f64::from(*b)).powi(2))
+                .sum::<f64>();
+            (d, id as u32)
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    all.into_iter().map(|e| e.1).collect()
+}
+
+#[test]
+fn a_truth_file_is_checked_at_every_k_the_sweep_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (rows, queries, dims) = (1_000, 20, 8);
+    let (base, query_file) = (dir.path().join("base.fvecs"), dir.path().join("q.fvecs"));
+    write_fvecs(&base, rows, dims, scattered(1));
+    write_fvecs(&query_file, queries, dims, scattered(5));
+    let row_vectors: Vec<Vec<f32>> = (0..rows)
+        .map(|r| (0..dims).map(|d| scattered(1)(r, d)).collect())
+        .collect();
+    let ordered: Vec<Vec<u32>> = (0..queries)
+        .map(|q| {
+            let query: Vec<f32> = (0..dims).map(|d| scattered(5)(q, d)).collect();
+            by_distance(&row_vectors, &query)
+        })
+        .collect();
+    let right: Vec<Vec<u32>> = ordered.iter().map(|o| o[..100].to_vec()).collect();
+    // Each query's first neighbour is its farthest row, then the true 1st to 99th: 99 of 100
+    // agree at k 100, none at k 1.
+    let wrong: Vec<Vec<u32>> = ordered
+        .iter()
+        .map(|o| {
+            std::iter::once(o[rows - 1])
+                .chain(o[..99].iter().copied())
+                .collect()
+        })
+        .collect();
+    let sweep = |truth_file: &std::path::Path, out: &std::path::Path| {
+        run(&args(
+            out,
+            &cache,
+            &[
+                "--data",
+                base.to_str().unwrap(),
+                "--query-file",
+                query_file.to_str().unwrap(),
+                "--truth-file",
+                truth_file.to_str().unwrap(),
+                "--metric",
+                "l2",
+                "--variants",
+                "f32",
+                "--filters",
+                "none",
+                "--k",
+                "1,10,100",
+                "--ef",
+                "100",
+            ],
+        ))
+        .unwrap()
+    };
+
+    let (file, out) = (dir.path().join("right.ivecs"), dir.path().join("right"));
+    write_ivecs(&file, &right);
+    assert_eq!(sweep(&file, &out).exit, Exit::AllOk);
+    let truth = &read_json(&out)["extra"]["ground_truth"][0];
+    assert_eq!(truth["source"], "file", "{truth}");
+    assert_eq!(truth["file_agreement"], 1.0);
+    assert!(truth["file_disagreement"].is_null(), "{truth}");
+
+    let (file, out) = (dir.path().join("wrong.ivecs"), dir.path().join("wrong"));
+    write_ivecs(&file, &wrong);
+    let summary = sweep(&file, &out);
+    assert_eq!(summary.exit, Exit::AllOk);
+    let truth = &read_json(&out)["extra"]["ground_truth"][0];
+    assert_eq!(truth["source"], "computed", "{truth}");
+    let why = truth["file_disagreement"].as_str().unwrap();
+    let far = ordered[0][rows - 1];
+    assert!(
+        why.starts_with(&format!(
+            "query 0 at k 1: rank 1 (row {far}) is at distance"
+        )),
+        "{why}"
+    );
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("the exact ground truth is used instead"),
+        "{markdown}"
+    );
+    // recall@1 is scored against the exact truth, not the file's farthest row.
+    let at_1 = cell(
+        &summary.report,
+        "f32 · unfiltered · k 1 · ef 100",
+        "usearch",
+    );
+    assert!(recall(at_1) >= 0.9, "{}", recall(at_1));
+    let scan = cell(
+        &summary.report,
+        "exact scan · unfiltered · k 1",
+        "exact-scan",
+    );
+    assert_eq!(recall(scan), 1.0);
+}
+
+#[test]
+fn usearch_int8_on_unnormalized_l2_rows_is_scaled_by_vector_bench_not_collapsed() {
+    // Pixel-like rows (integers 0–16, as 8 × 8 digit images): ten prototypes, each image at a
+    // brightness of its own and with noise, so that rows in one direction lie far apart.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let dims = 64;
+    let hash = |x: usize| x * 2_654_435_761 % 1_000_003;
+    let prototype = move |c: usize, d: usize| (hash(c * 31 + d * 17) % 17) as f32;
+    let pixel = move |seed: usize| {
+        move |r: usize, d: usize| {
+            let noise = (hash(r * 7_919 + d * 104_729 + seed) % 5) as f32 - 2.0;
+            let brightness = 0.25 + 0.75 * (hash(r * 65_537 + seed * 3 + 11) % 1_000) as f32 / 1e3;
+            ((brightness * prototype(r % 10, d)).round() + noise).clamp(0.0, 16.0)
+        }
+    };
+    let (base, queries) = (dir.path().join("pixels.fvecs"), dir.path().join("q.fvecs"));
+    write_fvecs(&base, 3_000, dims, pixel(1));
+    write_fvecs(&queries, 60, dims, pixel(7));
+    let out = dir.path().join("run");
+    let summary = run(&args(
+        &out,
+        &cache,
+        &[
+            "--data",
+            base.to_str().unwrap(),
+            "--query-file",
+            queries.to_str().unwrap(),
+            "--metric",
+            "l2",
+            "--variants",
+            "f32,int8",
+            "--filters",
+            "none",
+            "--ef",
+            "64",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(summary.exit, Exit::AllOk, "{:#?}", summary.report.cells);
+    let report = &summary.report;
+    let f32 = recall(cell(report, "f32 · unfiltered · k 10 · ef 64", "usearch"));
+    let int8 = recall(cell(report, "int8 · unfiltered · k 10 · ef 64", "usearch"));
+    // usearch's own cast (each vector at unit length) ranks these rows by angle: its int8
+    // recall here was 0.48 against f32's 1.00.
+    assert!(int8 >= 0.9 && int8 >= f32 - 0.05, "int8 {int8}, f32 {f32}");
+    let verified = &report.systems[0].verified;
+    assert_eq!(verified["int8.i8_offset"], "8");
+    assert_eq!(verified["int8.i8_scale"], "15.875");
+    assert!(
+        verified["int8.quantized"].starts_with("by vector-bench: i8 = round((x − 8) × 15.875)")
+    );
+    assert!(
+        report.notes.iter().any(|n| n.starts_with(
+            "usearch's int8 rows (and queries) of this L2 data are quantized by vector-bench"
+        )),
+        "{:?}",
+        report.notes
+    );
+}
+
 /// Runs with `extra` and expects one clear error line containing `needle`, and no results folder.
 fn refused(extra: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();

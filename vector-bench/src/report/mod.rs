@@ -86,7 +86,7 @@ fn stored_truths(report: &Report) -> Vec<TruthInfo> {
 }
 
 /// The notes every report carries: what the figures are and what they do not establish.
-pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
+pub fn notes(opts: &Opts, kinds: &[String], metric: crate::dataset::Metric) -> Vec<String> {
     let mut notes = vec![
         format!(
             "Latency (p50/p99) is one query at a time over the same {} queries per round; QPS is {} sessions searching flat out for {} per round. Recall@{} is tie-aware against exact ground truth (a row exactly as near as the k-th true neighbour counts).",
@@ -108,6 +108,13 @@ pub fn notes(opts: &Opts, kinds: &[String]) -> Vec<String> {
     ];
     if kinds.iter().any(|k| k == "usearch") {
         notes.push("usearch runs inside the client process: no network and no protocol; its searches share the cores with nothing else of the client.".into());
+        let int8 = opts
+            .variants
+            .as_ref()
+            .is_some_and(|v| v.contains(&crate::index::Variant::Int8));
+        if int8 && metric == crate::dataset::Metric::L2 {
+            notes.push("usearch's int8 rows (and queries) of this L2 data are quantized by vector-bench, not by usearch: usearch's own f32→i8 cast scales each vector to unit length, valid for cosine only (it would rank by angle). One offset and one scale for every component, from the base rows' range, map them into [-127, 127]; the figures are `int8.i8_offset` and `int8.i8_scale` in usearch's verified settings.".into());
+        }
     }
     if kinds.iter().any(|k| k == "qdrant-edge") {
         notes.push(format!(
@@ -622,8 +629,13 @@ fn truth_lines(report: &Report) -> Vec<String> {
                 ),
                 other => format!("from the {other}"),
             };
+            // Why a data file's lists were not used (or a cache was not), beside the figure.
+            let note = t
+                .get("cache_note")
+                .and_then(Value::as_str)
+                .map_or(String::new(), |n| format!(" ({n})"));
             format!(
-                "ground truth ({filter}): {queries} queries over {} rows, {how}",
+                "ground truth ({filter}): {queries} queries over {} rows, {how}{note}",
                 format_thousands(rows as f64)
             )
         })

@@ -31,8 +31,13 @@ pub struct TruthInfo {
     /// Query × row distance evaluations per second, when computed.
     pub distances_per_s: Option<f64>,
     /// When the file shipped ground truth and it was checked or also computed: the tie-aware
-    /// recall of the file's lists against the exact truth (1.0 = they agree).
+    /// recall of the file's lists against the exact truth at the largest k (1.0 = they agree).
     pub file_agreement: Option<f64>,
+    /// The first place where the file's lists disagree with the vectors beyond ties, at any
+    /// rank the sweep scores (`None` when they agree, or were not checked); a file that
+    /// disagrees is replaced by the exact truth.
+    #[serde(default)]
+    pub file_disagreement: Option<String>,
     /// How many of the file's lists that agreement was measured on (a sample, unless the whole
     /// truth was computed).
     pub file_checked_queries: Option<usize>,
@@ -43,6 +48,14 @@ pub struct TruthInfo {
 }
 
 impl TruthInfo {
+    /// This family's truth is the file's own lists.
+    fn use_file(mut self, file: &Truth) -> TruthInfo {
+        self.source = "file".into();
+        self.path = None;
+        self.truth = Arc::new(file.clone());
+        self
+    }
+
     /// `ground truth (filter 1%): 250 queries × 1,000 rows, computed in 0.12s (… distances/s)`,
     /// for the progress line and the `--truth-only` summary.
     pub fn line(&self) -> String {
@@ -58,7 +71,7 @@ impl TruthInfo {
         let agreement = match (self.file_agreement, self.file_checked_queries) {
             (Some(a), Some(n)) => {
                 format!(
-                    " · the file's lists agree with the exact search at recall {a:.4} on {n} queries"
+                    " · the file's lists: every query's rows in order of their distance, and {n} queries against the exact search at every k (recall {a:.4} at the largest)"
                 )
             }
             (Some(a), None) => format!(" · the file's lists agree at recall {a:.4}"),
@@ -107,15 +120,16 @@ impl Truths {
     }
 }
 
-/// Queries of a file's neighbour lists checked against the exact search.
+/// Queries of a file's neighbour lists checked against the exact search (every query's list is
+/// checked for order and repeated rows).
 pub const FILE_CHECK_QUERIES: usize = 50;
-/// Below this agreement on the sample, a file's lists are replaced by the exact truth.
-pub const FILE_AGREEMENT_FLOOR: f64 = 0.99;
 
 /// How the ground truth is settled.
 #[derive(Debug, Clone, Copy)]
 pub struct TruthPlan<'a> {
     pub k: usize,
+    /// Every k the sweep scores (a file's lists are checked at each).
+    pub ks: &'a [usize],
     pub cache_dir: &'a std::path::Path,
     /// Compute even when a cache or the file has it (for timing, and to check the file).
     pub force: bool,
@@ -135,6 +149,7 @@ pub fn truths(data: &Dataset, filters: &[FilterMode], plan: TruthPlan<'_>) -> Ve
 fn one(data: &Dataset, filter: FilterMode, plan: TruthPlan<'_>) -> TruthInfo {
     let TruthPlan {
         k,
+        ks,
         cache_dir,
         force,
         check_file,
@@ -152,6 +167,7 @@ fn one(data: &Dataset, filter: FilterMode, plan: TruthPlan<'_>) -> TruthInfo {
         seconds: 0.0,
         distances_per_s: None,
         file_agreement: None,
+        file_disagreement: None,
         file_checked_queries: None,
         cache_note: None,
         truth: Arc::new(Truth {
@@ -166,28 +182,22 @@ fn one(data: &Dataset, filter: FilterMode, plan: TruthPlan<'_>) -> TruthInfo {
         .flatten();
     if !force {
         if let Some(file_truth) = &from_file {
-            let checked = check_file.then(|| sample_agreement(data, file_truth));
-            if let Some((agreement, queries)) = checked {
-                info.file_agreement = Some(agreement);
-                info.file_checked_queries = Some(queries);
+            if !check_file {
+                info.cache_note = Some(
+                    "the file's neighbour lists are trusted unchecked (--trust-truth-file)".into(),
+                );
+                return info.use_file(file_truth);
             }
-            match checked {
-                Some((agreement, queries)) if agreement < FILE_AGREEMENT_FLOOR => {
+            let (agreement, disagreement, queries) = check_sample(data, file_truth, ks);
+            info.file_agreement = Some(agreement);
+            info.file_checked_queries = Some(queries);
+            match disagreement {
+                None => return info.use_file(file_truth),
+                Some(why) => {
                     info.cache_note = Some(format!(
-                        "the file's neighbour lists agree with the exact search at recall {agreement:.4} on {queries} queries (below {FILE_AGREEMENT_FLOOR}): the exact ground truth is used instead"
+                        "the file's neighbour lists disagree with the vectors ({why}): the exact ground truth is used instead"
                     ));
-                }
-                _ => {
-                    if checked.is_none() {
-                        info.cache_note = Some(
-                            "the file's neighbour lists are trusted unchecked (--trust-truth-file)"
-                                .into(),
-                        );
-                    }
-                    info.source = "file".into();
-                    info.path = None;
-                    info.truth = Arc::new(file_truth.clone());
-                    return info;
+                    info.file_disagreement = Some(why);
                 }
             }
         }
@@ -216,7 +226,15 @@ fn one(data: &Dataset, filter: FilterMode, plan: TruthPlan<'_>) -> TruthInfo {
     if let Some(file_truth) = &from_file
         && info.file_checked_queries.is_none()
     {
-        info.file_agreement = Some(agreement(data, &computed, file_truth));
+        let all: Vec<usize> = (0..data.query_count()).collect();
+        let (agreement, disagreement) = compare(data, file_truth, &computed, &all, ks);
+        info.file_agreement = Some(agreement);
+        if let Some(why) = &disagreement {
+            info.cache_note = Some(format!(
+                "the file's neighbour lists disagree with the exact search ({why})"
+            ));
+        }
+        info.file_disagreement = disagreement;
     }
     if let Err(e) = write_cache(&path, &truth::encode(&computed, &data.checksum)) {
         info.cache_note = Some(format!("cannot cache it at {}: {e}", path.display()));
@@ -261,38 +279,87 @@ fn compute_with_bar(
     })
 }
 
-/// The tie-aware recall of the file's neighbour lists against the exact truth.
-fn agreement(data: &Dataset, exact: &Truth, file: &Truth) -> f64 {
-    let mut total = recall::Score::default();
-    for (q, ids) in file.ids.iter().enumerate() {
-        let answer: Vec<u64> = ids.iter().map(|id| u64::from(*id)).collect();
-        total.add(&recall::score(data, exact, q, None, &answer));
-    }
-    total.recall().unwrap_or(0.0)
-}
-
-/// The tie-aware recall of the file's lists against the exact search on an evenly spread
-/// sample of the queries, and the sample's size.
-fn sample_agreement(data: &Dataset, file: &Truth) -> (f64, usize) {
+/// Checks a file's neighbour lists at every rank the sweep scores, with every distance
+/// recomputed from the vectors (none is taken from the file): on every query, the rows are
+/// distinct and in order of distance (beyond ties), so each k's first rows are the file's
+/// nearest; on an evenly spread sample, at each k of `ks`, each of the first k rows is no farther
+/// than the exact search's k-th. Returns the tie-aware recall at the largest k on the sample,
+/// the first disagreement, and the sample's size.
+fn check_sample(data: &Dataset, file: &Truth, ks: &[usize]) -> (f64, Option<String>, usize) {
     let queries = data.query_count();
     let n = queries.min(FILE_CHECK_QUERIES);
     let sample: Vec<usize> = (0..n).map(|i| i * queries / n.max(1)).collect();
     let exact = truth::exact_sample(data, file.k, &sample);
-    let (mut hits, mut expected) = (0usize, 0usize);
-    for (i, q) in sample.iter().enumerate() {
-        let slack = 1e-6 * exact.kth[i].abs().max(1.0);
-        expected += exact.ids[i].len();
-        hits += file.ids[*q]
-            .iter()
-            .take(file.k)
-            .filter(|id| {
-                exact.ids[i].contains(id)
-                    || truth::distance(data.metric, data.query(*q), data.row(**id as usize))
-                        <= exact.kth[i] + slack
-            })
-            .count();
+    let (agreement, mut disagreement) = compare(data, file, &exact, &sample, ks);
+    if disagreement.is_none() {
+        disagreement = (0..queries).find_map(|q| out_of_order(data, file, q));
     }
-    (hits as f64 / expected.max(1) as f64, n)
+    (agreement, disagreement, n)
+}
+
+/// Where query `q`'s list in the file repeats a row or puts a row after a farther one.
+fn out_of_order(data: &Dataset, file: &Truth, q: usize) -> Option<String> {
+    let list = &file.ids[q][..file.ids[q].len().min(file.k)];
+    let mut previous: Option<(u32, f64)> = None;
+    for (rank, id) in list.iter().enumerate() {
+        if list[..rank].contains(id) {
+            return Some(format!("query {q}: row {id} is listed twice"));
+        }
+        let d = truth::distance(data.metric, data.query(q), data.row(*id as usize));
+        if let Some((before, d_before)) = previous
+            && d_before > d + recall::tie_slack(d)
+        {
+            return Some(format!(
+                "query {q}: rank {rank} (row {before}, distance {d_before:.6}) is farther than rank {} (row {id}, distance {d:.6})",
+                rank + 1
+            ));
+        }
+        previous = Some((*id, d));
+    }
+    None
+}
+
+/// The file's lists of `queries` against the exact truth of the same queries (`exact.ids[i]`
+/// is query `queries[i]`'s, nearest first): at each k of `ks`, every one of the file's first k
+/// rows must be no farther than the exact k-th (ties count). The tie-aware recall at the
+/// largest k, and the first row beyond ties.
+fn compare(
+    data: &Dataset,
+    file: &Truth,
+    exact: &Truth,
+    queries: &[usize],
+    ks: &[usize],
+) -> (f64, Option<String>) {
+    let largest = ks.iter().copied().max().unwrap_or(file.k).min(file.k);
+    let (mut hits, mut expected) = (0usize, 0usize);
+    let mut first = None;
+    for (i, q) in queries.iter().enumerate() {
+        let truth = &exact.ids[i];
+        let distance =
+            |id: u32| truth::distance(data.metric, data.query(*q), data.row(id as usize));
+        for &k in ks.iter().filter(|k| **k <= file.k) {
+            let depth = k.min(truth.len());
+            let Some(&kth_id) = truth.get(depth.wrapping_sub(1)) else {
+                continue;
+            };
+            let kth = distance(kth_id);
+            for (rank, id) in file.ids[*q].iter().take(depth).enumerate() {
+                let d = distance(*id);
+                let near = truth[..depth].contains(id) || d <= kth + recall::tie_slack(kth);
+                if k == largest {
+                    expected += 1;
+                    hits += usize::from(near);
+                }
+                if !near && first.is_none() {
+                    first = Some(format!(
+                        "query {q} at k {k}: rank {} (row {id}) is at distance {d:.6}, farther than the exact k-th neighbour (row {kth_id}, distance {kth:.6})",
+                        rank + 1
+                    ));
+                }
+            }
+        }
+    }
+    (hits as f64 / expected.max(1) as f64, first)
 }
 
 fn write_cache(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -302,4 +369,116 @@ fn write_cache(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let temporary = path.with_extension("tmp");
     std::fs::write(&temporary, bytes)?;
     std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{DataPlan, Metric, generate};
+
+    /// 800 × 8 L2 rows and `queries` queries whose file lists are the exact top 20, changed by
+    /// `corrupt`; with the exact lists.
+    fn with_file(queries: usize, corrupt: impl Fn(&Dataset, &mut [Vec<u32>])) -> (Dataset, Truth) {
+        let plan = DataPlan {
+            data: "generated".into(),
+            query_file: None,
+            truth_file: None,
+            rows: 800,
+            dims: 8,
+            clusters: 4,
+            queries,
+            metric: Metric::L2,
+            seed: 5,
+        };
+        let mut data = Dataset::assemble(generate::generate(&plan), Metric::L2, 5).unwrap();
+        let exact = truth::exact(&data, 20, None, &AtomicU64::new(0));
+        let mut lists = exact.ids.clone();
+        corrupt(&data, &mut lists);
+        data.file_truth = Some(lists);
+        (data, exact)
+    }
+
+    fn settle(data: &Dataset, ks: &[usize]) -> TruthInfo {
+        let cache = tempfile::tempdir().unwrap();
+        let plan = TruthPlan {
+            k: *ks.last().unwrap(),
+            ks,
+            cache_dir: cache.path(),
+            force: false,
+            check_file: true,
+            quiet: true,
+        };
+        truths(data, &[FilterMode::None], plan).remove(0)
+    }
+
+    fn farthest(data: &Dataset, q: usize) -> u32 {
+        (0..data.rows() as u32)
+            .max_by(|a, b| {
+                let d =
+                    |id: &u32| truth::distance(data.metric, data.query(q), data.row(*id as usize));
+                d(a).total_cmp(&d(b))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_file_that_agrees_at_every_rank_is_used() {
+        let (data, exact) = with_file(30, |_, _| {});
+        let info = settle(&data, &[1, 10, 20]);
+        assert_eq!(info.source, "file", "{:?}", info.cache_note);
+        assert_eq!(info.file_disagreement, None);
+        assert_eq!(info.file_agreement, Some(1.0));
+        assert_eq!(info.truth.ids, exact.ids);
+    }
+
+    #[test]
+    fn a_wrong_first_neighbour_is_found_at_k_1_and_the_exact_truth_used() {
+        // Rank 1 is the farthest row; ranks 2..20 are the true 1st..19th: 19 of 20 agree at
+        // k 20, none at k 1.
+        let (data, exact) = with_file(30, |data, lists| {
+            let far = farthest(data, 0);
+            lists[0].insert(0, far);
+            lists[0].truncate(20);
+        });
+        let far = farthest(&data, 0);
+        let info = settle(&data, &[1, 10, 20]);
+        assert_eq!(info.source, "computed");
+        let why = info.file_disagreement.as_deref().unwrap();
+        assert!(
+            why.starts_with(&format!(
+                "query 0 at k 1: rank 1 (row {far}) is at distance"
+            )),
+            "{why}"
+        );
+        assert!(
+            info.cache_note
+                .as_deref()
+                .unwrap()
+                .ends_with("the exact ground truth is used instead")
+        );
+        assert_eq!(info.truth.ids, exact.ids);
+    }
+
+    #[test]
+    fn every_query_is_checked_for_order_and_repeats_not_only_the_sample() {
+        // 60 queries: the sample of 50 (query i × 60 / 50) skips queries 5 and 11.
+        let (data, exact) = with_file(60, |_, lists| lists[5].swap(0, 1));
+        let info = settle(&data, &[1, 10]);
+        assert_eq!(info.source, "computed");
+        let (first, second) = (exact.ids[5][0], exact.ids[5][1]);
+        let why = info.file_disagreement.unwrap();
+        assert!(
+            why.starts_with(&format!("query 5: rank 1 (row {second}, distance"))
+                && why.contains(&format!("is farther than rank 2 (row {first}, distance")),
+            "{why}"
+        );
+        let (data, _) = with_file(60, |_, lists| lists[11][3] = lists[11][2]);
+        let info = settle(&data, &[10]);
+        assert_eq!(info.source, "computed");
+        let twice = exact.ids[11][2];
+        assert_eq!(
+            info.file_disagreement.unwrap(),
+            format!("query 11: row {twice} is listed twice")
+        );
+    }
 }
