@@ -230,10 +230,14 @@ impl RunView {
     fn line(&self, window: Option<&WindowView>) -> Option<String> {
         let plan = self.plan?;
         let first = self.first?;
-        let open = window.map_or(0.0, |w| {
-            (w.opened.elapsed().as_secs_f64() / w.duration.as_secs_f64().max(1e-3)).min(1.0)
-        });
-        let done_here = self.opened.saturating_sub(1) as f64 + open;
+        // Between windows (a line ended the last one), every window opened is done.
+        let done_here = match window {
+            Some(w) => {
+                let open = w.opened.elapsed().as_secs_f64() / w.duration.as_secs_f64().max(1e-3);
+                self.opened.saturating_sub(1) as f64 + open.min(1.0)
+            }
+            None => self.opened as f64,
+        };
         Some(plan.line(done_here, first.elapsed()))
     }
 }
