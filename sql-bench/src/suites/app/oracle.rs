@@ -76,8 +76,8 @@ struct Points {
     next: usize,
     /// Asked indices whose position held a record the account cannot see.
     waiting: Vec<usize>,
-    ids: Vec<Option<String>>,
-    last_visible: String,
+    ids: Vec<Option<(String, u64)>>,
+    last_visible: Option<(String, u64)>,
 }
 
 impl Points {
@@ -90,14 +90,15 @@ impl Points {
             next: 0,
             waiting: Vec::new(),
             ids,
-            last_visible: String::new(),
+            last_visible: None,
         }
     }
 
     fn see(&mut self, position: u64, record: &Record, visible: bool) {
+        let entry = || (record.id.clone(), record.digest());
         if visible {
             for index in self.waiting.drain(..) {
-                self.ids[index] = Some(record.id.clone());
+                self.ids[index] = Some(entry());
             }
         }
         while let Some(&(at, index)) = self.wanted.get(self.next) {
@@ -105,23 +106,23 @@ impl Points {
                 break;
             }
             if visible {
-                self.ids[index] = Some(record.id.clone());
+                self.ids[index] = Some(entry());
             } else {
                 self.waiting.push(index);
             }
             self.next += 1;
         }
         if visible {
-            self.last_visible.clear();
-            self.last_visible.push_str(&record.id);
+            self.last_visible = Some(entry());
         }
     }
 
-    /// The ids in the order asked (none when no record at all is visible).
-    fn finish(mut self) -> Vec<String> {
-        if !self.last_visible.is_empty() {
+    /// The ids in the order asked, each with its record's digest (none when no record at all
+    /// is visible).
+    fn finish(mut self) -> Vec<(String, u64)> {
+        if let Some(last) = &self.last_visible {
             for index in self.waiting.drain(..) {
-                self.ids[index] = Some(self.last_visible.clone());
+                self.ids[index] = Some(last.clone());
             }
         }
         self.ids.into_iter().flatten().collect()
@@ -134,6 +135,8 @@ impl Points {
 struct Listed {
     created_at: Reverse<Box<str>>,
     id: Box<str>,
+    /// The record's digest (after the unique id: it never decides the order).
+    digest: u64,
 }
 
 /// The first `keep` entries of the sorted listing, kept in a heap whose top is the last of them.
@@ -159,6 +162,7 @@ impl Listing {
         self.heap.push(Listed {
             created_at: Reverse(record.created_at.as_str().into()),
             id: record.id.as_str().into(),
+            digest: record.digest(),
         });
     }
 
@@ -169,7 +173,7 @@ impl Listing {
             let mut tally = Tally::new(true);
             let start = ((number - 1) * PAGE_SIZE) as usize;
             for entry in sorted.iter().skip(start).take(PAGE_SIZE as usize) {
-                tally.add(&entry.id);
+                tally.add(entry.digest);
             }
             tally.answer()
         })
@@ -226,26 +230,28 @@ impl Pass {
             return;
         }
         let params = &self.params;
+        let digest = record.digest();
         if record.inspection_id == params.inspection {
-            self.inspection.add(&record.id);
+            self.inspection.add(digest);
         }
         if !record.approved {
-            self.flag.add(&record.id);
+            self.flag.add(digest);
         }
         if record.system_id == params.range_system && record.value > RANGE_BOUND {
-            self.range.add(&record.id);
+            self.range.add(digest);
         }
-        self.all.add(&record.id);
+        self.all.add(digest);
         self.listing.see(record);
     }
 
     fn finish(self) -> Expected {
         let mut params = self.params;
-        params.point_ids = self.points.finish();
+        let found = self.points.finish();
         let mut points = Tally::new(true);
-        for id in &params.point_ids {
-            points.add(id);
+        for (_, digest) in &found {
+            points.add(*digest);
         }
+        params.point_ids = found.into_iter().map(|(id, _)| id).collect();
         let [first, deep] = self.listing.pages([1, params.deep_page]);
         let all = self.all.answer();
         Expected {
@@ -276,7 +282,7 @@ mod tests {
         let visible: Vec<&Record> = records.iter().filter(|r| r.visible()).collect();
         let tally = |ordered: bool, found: &mut dyn Iterator<Item = &Record>| {
             let mut tally = Tally::new(ordered);
-            found.for_each(|r| tally.add(&r.id));
+            found.for_each(|r| tally.add(r.digest()));
             tally.answer()
         };
         let mut sorted = visible.clone();
@@ -362,8 +368,25 @@ mod tests {
             .iter()
             .find(|r| r.visible())
             .unwrap();
-        assert_eq!(ids[0], next_visible.id);
-        assert_eq!(ids[2], next_visible.id);
+        assert_eq!(ids[0], (next_visible.id.clone(), next_visible.digest()));
+        assert_eq!(ids[2].0, next_visible.id);
         assert_eq!(ids.len(), 3);
+    }
+
+    #[test]
+    fn a_wrong_value_in_a_right_row_changes_every_answer_it_is_in() {
+        let rows = 3_000;
+        let records: Vec<Record> = Generator::new(42, 10, 0, rows, rows).collect();
+        let expected = Expected::compute(42, rows, records.clone().into_iter());
+        let first = expected.params.point_ids[0].clone();
+        let mut wrong = records.clone();
+        let record = wrong.iter_mut().find(|r| r.id == first).unwrap();
+        record.note.push('!');
+        for scenario in [Scenario::PointRead, Scenario::LoadAll] {
+            let answer = by_holding_everything(&wrong, &expected.params, scenario);
+            let right = expected.answer(scenario).unwrap();
+            assert_eq!(answer.rows, right.rows, "{scenario:?}: the same rows");
+            assert_ne!(answer.digest, right.digest, "{scenario:?}: a field differs");
+        }
     }
 }

@@ -136,7 +136,7 @@ pub async fn run(
     params: &Params,
 ) -> Result<Answer, LayerError> {
     let mut tally = Tally::new(sorts(scenario));
-    let mut each = |record: Record| tally.add(&record.id);
+    let mut each = |record: Record| tally.add(record.digest());
     let page = |number: u64| Page {
         number,
         size: PAGE_SIZE,
