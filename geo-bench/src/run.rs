@@ -65,6 +65,7 @@ pub async fn run(opts: &Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summ
         &plan,
         lifecycle.progress(),
         worker.prepares(),
+        worker.fork() > 1,
         sessions,
     )
     .await;

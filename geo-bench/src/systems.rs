@@ -89,14 +89,15 @@ pub async fn connect_all(
 
 /// Prepares and loads every system that is not refused, verifies its indexes and its answers
 /// to every query, and opens `sessions` worker sessions. A worker other than worker 0 of a
-/// run on several machines, or a fork after the first (`prepares` false), verifies the indexes
-/// and opens its sessions: worker 0 of the first fork prepares, loads and verifies the answers
-/// once, and the barrier before the first window waits for it.
+/// run on several machines (`prepares` false) opens its sessions, and a fork after the first
+/// (`later_fork`) verifies the indexes first: worker 0 of the first fork prepares, loads and
+/// verifies the answers once, and the barrier before the first window waits for it.
 pub async fn prepare(
     systems: &mut [System],
     plan: &Plan,
     progress: &Progress,
     prepares: bool,
+    later_fork: bool,
     sessions: usize,
 ) -> anyhow::Result<()> {
     if systems.iter().all(|s| s.refused.is_some()) {
@@ -126,9 +127,12 @@ pub async fn prepare(
             continue;
         }
         if !prepares {
-            // What worker 0 or the first fork made, verified from the engine's catalog.
-            let evidence = system.target.verify_indexes().await?;
-            system.info.verified.extend(evidence);
+            // What the first fork made, verified from the engine's catalog (a worker other
+            // than 0 runs beside worker 0, which may not have made it yet).
+            if later_fork {
+                let evidence = system.target.verify_indexes().await?;
+                system.info.verified.extend(evidence);
+            }
             system.workers = Some(system.target.open_workers(sessions).await?);
             continue;
         }

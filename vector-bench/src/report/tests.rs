@@ -191,6 +191,6 @@ fn one_chart_per_family_with_one_curve_per_system() {
 fn a_ratio_to_the_scan_keeps_two_figures_however_small() {
     assert_eq!(two_figures(0.004_32), "0.0043");
     assert_eq!(two_figures(0.52), "0.52");
-    assert_eq!(two_figures(3.14), "3.1");
+    assert_eq!(two_figures(3.17), "3.2");
     assert_eq!(two_figures(25.0), "25");
 }
