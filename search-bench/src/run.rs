@@ -111,9 +111,10 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
     }
     if state.run.interrupted() {
         // A half-loaded index proves nothing about the engine: stop here.
-        state.run.report.notes.push(
-            "The run was interrupted (Ctrl-C) during ingest; nothing after it was measured.".into(),
-        );
+        state.run.report.notes.push(format!(
+            "The run was interrupted ({}) during ingest; nothing after it was measured.",
+            common::interrupt::cause()
+        ));
     } else {
         // Every fork counts the documents of the index it queries; the answers are verified
         // once, by the fork that loaded it.
@@ -130,9 +131,7 @@ async fn phases(state: &mut State<'_>) -> anyhow::Result<()> {
             Err(e) => return stopped(state, e),
         }
         if state.run.interrupted() {
-            state.run.report.notes.push(
-                "The run was interrupted (Ctrl-C); cells not measured in full say so.".into(),
-            );
+            state.run.report.notes.push(common::run::interrupted_note());
         }
     }
     // Worker 0 cleans up only once every worker is done with its last window.

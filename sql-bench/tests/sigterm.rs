@@ -60,7 +60,7 @@ fn sigterm_keeps_what_was_measured_and_marks_the_run_interrupted() {
         report
             .notes
             .iter()
-            .any(|n| n.starts_with("The run was interrupted")),
+            .any(|n| n.starts_with("The run was interrupted (SIGTERM)")),
         "{:?}",
         report.notes
     );

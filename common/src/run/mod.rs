@@ -43,7 +43,7 @@ use crate::writer::{ResultsDir, WriteError};
 pub const FLOOR_BUDGET: Duration = Duration::from_millis(500);
 
 /// The note an interrupted run carries unless the tool wrote a more precise one.
-fn interrupted_note() -> String {
+pub fn interrupted_note() -> String {
     format!(
         "The run was interrupted ({}); cells not measured in full say so.",
         crate::interrupt::cause()

@@ -79,9 +79,7 @@ pub async fn run(opts: &AppOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<S
     measure_rounds(opts, &mut systems, &scenarios, &data, &mut cells, &mut run).await?;
     if run.interrupted() {
         // Said here, before the notes that follow, as every report orders it.
-        run.report
-            .notes
-            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+        run.report.notes.push(common::run::interrupted_note());
     }
     record(opts, &systems, &cells, &mut run)?;
     run.finish(&AppReport)

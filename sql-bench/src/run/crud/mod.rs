@@ -116,9 +116,7 @@ pub async fn run(opts: &CrudOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     run.report.worker = worker.info();
     if run.interrupted() {
         // Said here, before what the clusters and the floors add, as every report orders it.
-        run.report
-            .notes
-            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+        run.report.notes.push(common::run::interrupted_note());
     }
     cluster::recheck(opts, &mut systems, &mut builders, &mut run.report).await;
     measure::floor_notes(&mut run.report);

@@ -177,9 +177,7 @@ pub async fn run(opts: &YcsbOpts, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     }
     run.report.worker = worker.info();
     if run.interrupted() {
-        run.report
-            .notes
-            .push("The run was interrupted (Ctrl-C); cells not measured in full say so.".into());
+        run.report.notes.push(common::run::interrupted_note());
     }
     if worker.prepares() {
         cleanup(opts, &plan, &mut systems, &mut run.report.notes).await;
