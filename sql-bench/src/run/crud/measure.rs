@@ -92,6 +92,7 @@ pub(super) async fn all(
     let segment = worker.segment;
     let (_, write_table) = tables(opts);
     let plan = run.window_plan(common, segment, common.rate);
+    run.plan_progress(common, grid.workloads.len() * grid.systems.len());
     let steps = schedule(
         grid.workloads.len(),
         grid.systems.len(),

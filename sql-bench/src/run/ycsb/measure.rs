@@ -111,6 +111,7 @@ pub(super) async fn all(
     let common = &opts.common;
     let segment = worker.segment;
     let values: Arc<[String]> = data.write_values.clone().into();
+    run.plan_progress(common, plan.workloads.len() * systems.len());
     let steps = schedule(
         plan.workloads.len(),
         systems.len(),
