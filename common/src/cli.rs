@@ -241,6 +241,12 @@ pub fn with_run_examples(command: clap::Command, examples: &str) -> clap::Comman
     command.after_help(text)
 }
 
+/// A tool's whole command line as its `main` parses it (and the book's reference page renders
+/// it): `P`'s flags, the tooling subcommands, and `examples` ending `--help`.
+pub fn tool_command<P: clap::CommandFactory>(examples: &str) -> clap::Command {
+    with_run_examples(command_with_tooling::<P>(), examples)
+}
+
 /// The whole `main` of a tool: its benchmark (`run`, stopped by Ctrl-C and ended by
 /// [`crate::run::exit`]) or a tooling subcommand rendered with `report` and ended by [`exit`];
 /// `examples` end `--help`.
@@ -249,7 +255,7 @@ pub fn main<P: clap::Parser + crate::fork::Forking>(
     run: impl FnOnce(P, Option<Arc<AtomicBool>>) -> anyhow::Result<crate::run::Summary>,
     report: &dyn ToolReport,
 ) -> ExitCode {
-    let command = with_run_examples(command_with_tooling::<P>(), examples);
+    let command = tool_command::<P>(examples);
     let name = command.get_name().to_owned();
     match parse_invocation::<P, _, _>(command, std::env::args_os()).unwrap_or_else(|e| e.exit()) {
         Invocation::Run(opts) => {

@@ -33,6 +33,7 @@ pub mod protocol;
 pub mod reach;
 pub mod recorder;
 pub mod redact;
+pub mod reference;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -1,6 +1,7 @@
 //! `mqtt-bench compare` and `mqtt-bench report` on two real runs of the binary with no subcommand
 //! (the embedded broker, three short rounds each), the report of a real run rendered in chromium,
 //! and what `k8s-manifest` refuses.
+//! The book's reference page of `mqtt-bench` is checked against its `--help` here too.
 
 use common::testing::tooling::Tool;
 
@@ -38,4 +39,14 @@ fn k8s_manifest_refuses_what_worker_mode_cannot_split_with_the_runs_own_line() {
         "{error}"
     );
     assert!(manifest(&[&broker[..], &split[..]].concat()).is_ok());
+}
+
+/// The book's reference page (docs/src/reference/mqtt-bench.md) is what `mqtt-bench --help` and each
+/// subcommand's `--help` print now.
+#[test]
+fn the_reference_page_is_the_help() {
+    common::reference::assert_page(
+        common::cli::tool_command::<mqtt_bench::Opts>(mqtt_bench::EXAMPLES),
+        env!("CARGO_MANIFEST_DIR"),
+    );
 }

@@ -1,6 +1,7 @@
 //! `search-bench compare` and `search-bench report` on two real runs of the binary with no subcommand
 //! (an embedded tantivy index, three short rounds each), the report of a real run rendered in chromium,
 //! and what `k8s-manifest` refuses.
+//! The book's reference page of `search-bench` is checked against its `--help` here too.
 
 use common::testing::tooling::Tool;
 
@@ -30,4 +31,14 @@ fn k8s_manifest_refuses_the_embedded_default_with_the_runs_own_line() {
         "{error}"
     );
     assert!(manifest(&["--target", "http://search.example:9200"]).is_ok());
+}
+
+/// The book's reference page (docs/src/reference/search-bench.md) is what `search-bench --help` and each
+/// subcommand's `--help` print now.
+#[test]
+fn the_reference_page_is_the_help() {
+    common::reference::assert_page(
+        common::cli::tool_command::<search_bench::Opts>(search_bench::EXAMPLES),
+        env!("CARGO_MANIFEST_DIR"),
+    );
 }

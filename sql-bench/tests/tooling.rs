@@ -1,6 +1,7 @@
 //! `sql-bench compare` and `sql-bench report` on two real runs of the binary with no subcommand
 //! (the CRUD suite on an embedded SQLite file, three short rounds each), the report of a real run rendered in
 //! chromium, and what `k8s-manifest` refuses.
+//! The book's reference page of `sql-bench` is checked against its `--help` here too.
 
 use common::testing::tooling::Tool;
 
@@ -60,4 +61,11 @@ fn k8s_manifest_refuses_what_the_suite_refuses_with_its_own_line() {
         "read-4c",
     ];
     assert!(manifest(&valid).is_ok());
+}
+
+/// The book's reference page (docs/src/reference/sql-bench.md) is what `sql-bench --help` and each
+/// subcommand's `--help` print now.
+#[test]
+fn the_reference_page_is_the_help() {
+    common::reference::assert_page(sql_bench::command(), env!("CARGO_MANIFEST_DIR"));
 }

@@ -1,6 +1,7 @@
 //! `vector-bench compare` and `vector-bench report` on two real runs of the binary with no subcommand
 //! (usearch over a small generated dataset, three short rounds each), the report of a real run
 //! rendered in chromium, and what `k8s-manifest` refuses.
+//! The book's reference page of `vector-bench` is checked against its `--help` here too.
 
 use common::testing::tooling::Tool;
 
@@ -38,4 +39,14 @@ fn k8s_manifest_refuses_an_embedded_index_with_the_runs_own_line() {
         assert!(!error.contains('\n'), "one line: {error}");
     }
     assert!(manifest(&["--target", "pgvector=postgres://db.example/vec"]).is_ok());
+}
+
+/// The book's reference page (docs/src/reference/vector-bench.md) is what `vector-bench --help` and each
+/// subcommand's `--help` print now.
+#[test]
+fn the_reference_page_is_the_help() {
+    common::reference::assert_page(
+        common::cli::tool_command::<vector_bench::Opts>(vector_bench::EXAMPLES),
+        env!("CARGO_MANIFEST_DIR"),
+    );
 }
