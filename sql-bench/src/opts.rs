@@ -133,7 +133,7 @@ pub struct YcsbOpts {
     pub common: CommonOpts,
 
     /// Workloads to run after the load, in order, comma-separated: YCSB's core workloads a, b,
-    /// c, d, e, f, or the path of a TOML workload file (see the README).
+    /// c, d, e, f, or the path of a TOML workload file (see docs/src/sql-bench-ycsb.md).
     #[arg(
         long = "workload",
         value_delimiter = ',',

@@ -3,7 +3,7 @@
 //! Java's byte order), the Zipfian generator of Gray et al. with constant 0.99, its scrambled
 //! form over 10^10 items, the skewed-latest, hotspot and uniform choosers, the acknowledged
 //! insert counter, and the record values. go-ycsb hashes the bytes in the opposite order; the
-//! README says what that changes.
+//! book (docs/src/sql-bench-ycsb.md) says what that changes.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
