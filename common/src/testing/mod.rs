@@ -18,6 +18,7 @@ mod order;
 mod outcome;
 pub mod process;
 pub mod scratch;
+pub mod sigterm;
 pub mod tooling;
 pub mod workers;
 
