@@ -156,18 +156,7 @@ fn opensearch_and_tantivy_agree_on_every_answer_and_compare_in_one_round() {
             .iter()
             .any(|n| n.contains("shard request cache"))
     );
-    // Every pair is judged against the reference, or says why not (two rounds give no verdict):
-    // an empty list would pass an `all`, so the pairs must be there.
-    let references: Vec<&str> = report
-        .verdicts
-        .iter()
-        .map(|v| v.reference.as_str())
-        .chain(report.no_verdicts.iter().map(|n| n.reference.as_str()))
-        .collect();
-    assert!(
-        !references.is_empty() && references.iter().all(|r| *r == "opensearch"),
-        "{references:?}"
-    );
+    common::testing::assert_judged_against(report, "opensearch");
     let (status, _) = http("GET", &format!("{url}/fairbench_search"), None);
     assert_eq!(status, 404, "search-bench deletes the index it created");
 }

@@ -173,18 +173,7 @@ fn pgvector_chroma_and_usearch_compare_in_one_run_with_parameters_read_back() {
         assert!(pg_build["server_rss_bytes"].as_u64().unwrap() > 0);
     }
     // Matched-recall verdicts compare the servers with usearch, the reference.
-    // Every pair is judged against the reference, or says why not (two rounds give no verdict):
-    // an empty list would pass an `all`, so the pairs must be there.
-    let references: Vec<&str> = report
-        .verdicts
-        .iter()
-        .map(|v| v.reference.as_str())
-        .chain(report.no_verdicts.iter().map(|n| n.reference.as_str()))
-        .collect();
-    assert!(
-        !references.is_empty() && references.iter().all(|r| *r == "usearch"),
-        "{references:?}"
-    );
+    common::testing::assert_judged_against(report, "usearch");
     assert!(
         std::fs::read_to_string(out.join("recall-qps-f32-unfiltered-k-10.svg"))
             .unwrap()

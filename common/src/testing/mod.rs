@@ -29,8 +29,8 @@ pub use order::assert_systems_alternate;
 #[cfg(feature = "schema")]
 pub use outcome::assert_all_ok;
 pub use outcome::{
-    assert_every_cell_labelled, assert_exited_ok, assert_refused, assert_untrusted_ca,
-    assert_verified, refusal, system_names, without_tls,
+    assert_every_cell_labelled, assert_exited_ok, assert_judged_against, assert_refused,
+    assert_untrusted_ca, assert_verified, refusal, system_names, without_tls,
 };
 
 use std::future::Future;

@@ -21,6 +21,22 @@ pub fn assert_all_ok(summary: &crate::run::Summary, dir: &Path) {
     super::assert_matches_schema(dir);
 }
 
+/// Fails the test unless `report` judged some pair and every pair against `reference`, as a
+/// verdict or as the reason there is none (two rounds give no verdict): an empty list would
+/// pass an `all`, so the pairs must be there.
+pub fn assert_judged_against(report: &Report, reference: &str) {
+    let references: Vec<&str> = report
+        .verdicts
+        .iter()
+        .map(|v| v.reference.as_str())
+        .chain(report.no_verdicts.iter().map(|n| n.reference.as_str()))
+        .collect();
+    assert!(
+        !references.is_empty() && references.iter().all(|r| *r == reference),
+        "{references:?}"
+    );
+}
+
 /// The names of `report`'s systems, in its order.
 pub fn system_names(report: &Report) -> Vec<&str> {
     report.systems.iter().map(|s| s.name.as_str()).collect()
