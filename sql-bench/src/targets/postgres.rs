@@ -16,6 +16,7 @@ use tokio_postgres::{Client, Statement};
 pub mod cluster;
 mod cockroach;
 mod docs;
+mod wire;
 mod ycsb;
 
 use super::{
@@ -339,6 +340,14 @@ impl Target for PostgresTarget {
     }
 }
 
+/// Which client a worker's session speaks through: sql-bench's own wire session
+/// ([`wire`]), unless the server asks for a start-up it does not speak or
+/// `FAIRBENCH_PG_CLIENT=tokio-postgres` asks for the driver every other path uses (to measure
+/// one against the other).
+fn driver_asked() -> bool {
+    std::env::var("FAIRBENCH_PG_CLIENT").is_ok_and(|v| v == "tokio-postgres")
+}
+
 /// Opens one worker connection and prepares its statements, before any clock starts.
 async fn open_session(
     config: &Link,
@@ -346,6 +355,15 @@ async fn open_session(
     read_sql: &str,
     write_sql: &str,
 ) -> Result<PgSession, String> {
+    if !driver_asked() {
+        match wire::WireSession::open(config, read_sql, write_sql).await {
+            Ok(session) => return Ok(PgSession::Wire(Box::new(session))),
+            Err(wire::OpenError::Failed(why)) => {
+                return Err(identity.connect_error(why).to_string());
+            }
+            Err(wire::OpenError::Unsupported(_)) => {}
+        }
+    }
     let client = connect(config, identity).await.map_err(|e| e.to_string())?;
     let prepare = |sql| {
         let client = &client;
@@ -358,16 +376,22 @@ async fn open_session(
     };
     let read = prepare(read_sql).await?;
     let insert = prepare(write_sql).await?;
-    Ok(PgSession {
+    Ok(PgSession::Driver(Box::new(DriverSession {
         canceller: Canceller::of(&client, config),
         client,
         read,
         insert,
-    })
+    })))
 }
 
 /// A worker's connection, opened on the lane it runs on.
-struct PgSession {
+enum PgSession {
+    Wire(Box<wire::WireSession>),
+    Driver(Box<DriverSession>),
+}
+
+/// A worker's connection through tokio-postgres.
+struct DriverSession {
     client: Client,
     read: Statement,
     insert: Statement,
@@ -380,15 +404,23 @@ fn pg_op_error(e: tokio_postgres::Error) -> OpError {
 
 impl KvSession for PgSession {
     async fn insert(&mut self, key: i64, value: &str) -> Result<(), OpError> {
-        self.client
-            .execute(&self.insert, &[&key, &value])
-            .await
-            .map(drop)
-            .map_err(pg_op_error)
+        match self {
+            PgSession::Wire(wire) => wire.insert(key, value).await,
+            PgSession::Driver(driver) => driver
+                .client
+                .execute(&driver.insert, &[&key, &value])
+                .await
+                .map(drop)
+                .map_err(pg_op_error),
+        }
     }
 
     async fn read(&mut self, key: i64) -> Result<usize, OpError> {
-        match self.client.query_opt(&self.read, &[&key]).await {
+        let driver = match self {
+            PgSession::Wire(wire) => return wire.read(key).await,
+            PgSession::Driver(driver) => driver,
+        };
+        match driver.client.query_opt(&driver.read, &[&key]).await {
             Ok(Some(row)) => Ok(row.get::<_, &str>(0).len()),
             Ok(None) => Err(OpError::Failed(format!("key {key} not found"))),
             Err(e) => Err(pg_op_error(e)),
@@ -396,7 +428,10 @@ impl KvSession for PgSession {
     }
 
     async fn cancel(&mut self) -> Result<(), OpError> {
-        self.canceller.cancel().await
+        match self {
+            PgSession::Wire(wire) => wire.cancel().await,
+            PgSession::Driver(driver) => driver.canceller.cancel().await,
+        }
     }
 }
 
