@@ -125,14 +125,14 @@ impl Lanes {
         })
     }
 
-    /// CPU time so far ([`ThreadClock::running_ns`]) of the lanes slots `0..slots` run on, summed,
-    /// in nanoseconds.
-    pub fn cpu_ns(&self, slots: usize) -> u64 {
+    /// CPU time so far ([`ThreadClock::running_ns`]) of each lane slots `0..slots` run on, in
+    /// nanoseconds: a window judges its busiest lane, not their average.
+    pub fn cpu_ns_each(&self, slots: usize) -> Vec<u64> {
         self.clocks
             .iter()
             .take(slots)
             .map(|clock| clock.map_or(0, ThreadClock::running_ns))
-            .sum()
+            .collect()
     }
 
     pub fn len(&self) -> usize {

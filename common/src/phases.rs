@@ -68,6 +68,7 @@ mod tests {
             stuck_workers: 0,
             client_cpu_ns: 0,
             client_busy: None,
+            client_busy_least: None,
             busy_is_the_clients: false,
             target_rate: None,
         };

@@ -95,8 +95,8 @@ pub fn schedule(
     })
 }
 
-/// A client whose lanes were busy at least this share of a window was the limit of what it
-/// measured: the cell is `client-limited`.
+/// A client whose busiest lane was busy at least this share of a window was the limit of what
+/// it measured: the cell is `client-limited`.
 pub const CLIENT_LIMIT: f64 = 0.90;
 
 /// The label of an open-loop cell whose schedule fell short while the client had time to spare:
@@ -132,8 +132,10 @@ pub struct CellBuilder {
     started_ops: u64,
     measured_ns: u128,
     cpu_ns: u64,
-    /// The busiest measured window's client share ([`WindowOutcome::client_busy`]).
+    /// The busiest measured window's client share ([`WindowOutcome::client_busy`]), and its
+    /// least busy thread's.
     client_busy: Option<f64>,
+    client_busy_least: Option<f64>,
     /// The system's server, when the tool reads its CPU for this cell.
     server: Option<ServerProcess>,
     /// Its CPU over the measured windows it could be read in, and how many those were.
@@ -160,6 +162,7 @@ impl CellBuilder {
             measured_ns: 0,
             cpu_ns: 0,
             client_busy: None,
+            client_busy_least: None,
             server: None,
             server_cpu_ns: 0,
             server_rounds: 0,
@@ -318,20 +321,23 @@ impl CellBuilder {
         }
     }
 
-    /// Names what limited a measured window (DESIGN rule 11): the client when its lanes were busy
-    /// for [`CLIENT_LIMIT`] of it or more, the system when an open-loop schedule fell more than
-    /// 5% short while the client had time to spare.
+    /// Names what limited a measured window (DESIGN rule 11): the client when its busiest lane
+    /// was busy for [`CLIENT_LIMIT`] of it or more, the system when an open-loop schedule fell
+    /// more than 5% short while the client had time to spare.
     fn judge_the_limit(&mut self, label: &str, outcome: &WindowOutcome) {
-        if let Some(busy) = outcome.client_busy {
-            self.client_busy = Some(self.client_busy.map_or(busy, |b| b.max(busy)));
+        if let Some(busy) = outcome.client_busy
+            && self.client_busy.is_none_or(|b| busy > b)
+        {
+            self.client_busy = Some(busy);
+            self.client_busy_least = outcome.client_busy_least;
         }
         let busy = outcome.client_busy.filter(|_| outcome.busy_is_the_clients);
         if let Some(busy) = busy.filter(|&b| b >= CLIENT_LIMIT) {
             self.mark(
                 Status::ClientLimited,
                 format!(
-                    "{label}: the client's lanes were on a CPU {:.0}% of the window (the limit \
-                     is {:.0}%): these figures are the client's, not the system's",
+                    "{label}: the client's busiest lane was on a CPU {:.0}% of the window (the \
+                     limit is {:.0}%): these figures are the client's, not the system's",
                     busy * 100.0,
                     CLIENT_LIMIT * 100.0
                 ),
@@ -376,6 +382,7 @@ impl CellBuilder {
         let completed = cell.counts.ok + cell.counts.error;
         cell.client_cpu_ns_per_op = (completed > 0).then(|| self.cpu_ns as f64 / completed as f64);
         cell.client_busy = self.client_busy;
+        cell.client_busy_least = self.client_busy_least;
         self.server_cpu(&mut cell, completed);
         cell.histogram_b64 = self.latency.as_ref().map(encode_histogram);
         cell.service_histogram_b64 = self.service.as_ref().map(encode_histogram);
@@ -423,6 +430,7 @@ mod tests {
             stuck_workers: 0,
             client_cpu_ns: ok * 1_000,
             client_busy: None,
+            client_busy_least: None,
             busy_is_the_clients: true,
             target_rate: None,
         }
@@ -611,6 +619,7 @@ mod tests {
         let short = |busy| WindowOutcome {
             target_rate: Some(1_000.0),
             client_busy: Some(busy),
+            client_busy_least: None,
             ..outcome(500, 10)
         };
         let mut b = builder(1);
@@ -634,6 +643,7 @@ mod tests {
         let mut b = builder(1);
         let mut busy = WindowOutcome {
             client_busy: Some(0.95),
+            client_busy_least: None,
             ..outcome(500, 10)
         };
         b.add(rounds(0, 1).next().unwrap(), &busy);

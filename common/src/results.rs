@@ -248,9 +248,14 @@ pub struct Cell {
     pub missed_ticks: Option<u64>,
     /// The client's own CPU time (user + system) per completed operation, over measured rounds.
     pub client_cpu_ns_per_op: Option<f64>,
-    /// The share (0–1) of the busiest measured window the client's lanes ran on a CPU; at 0.9 or more the cell is `client-limited`. Absent when not measured.
+    /// The share (0–1) of the busiest measured window the client's busiest lane ran on a CPU
+    /// (blocking workers: their threads together over the cores they could use); at 0.9 or more
+    /// on a lane the cell is `client-limited`. Absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_busy: Option<f64>,
+    /// The least busy lane's share in that window: the spread beside `client_busy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_busy_least: Option<f64>,
     /// How the server's CPU was read: `process tree of PID n` (a server on this machine, its
     /// process and every process below it), `in process` (an embedded engine: its CPU is the
     /// client's), `not measured: remote`, or why it was not read. Absent when the tool does not
@@ -341,6 +346,7 @@ impl Cell {
             missed_ticks: None,
             client_cpu_ns_per_op: None,
             client_busy: None,
+            client_busy_least: None,
             server_cpu_source: None,
             server_cpu_ns_per_op: None,
             server_cpu_cores: None,

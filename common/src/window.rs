@@ -43,11 +43,16 @@ pub struct WindowOutcome {
     pub stuck_workers: usize,
     /// The process's CPU time (all threads) spent during the window.
     pub client_cpu_ns: u64,
-    /// How busy the threads running the workers were over the window: their time running on a
-    /// CPU ([`ThreadClock`]) over the wall time of as many of them as could run at once (0–1).
-    /// Time spent waiting for a core is not counted: on a machine shared with a local server
-    /// that wait is the server's load, not the client's work. `None` when not measured.
+    /// How busy the client was over the window, from its threads' time running on a CPU
+    /// ([`ThreadClock`]; 0–1). Async lanes: the busiest lane's share of the window, since one
+    /// saturated lane limits the connections on it however idle the others are (the busiest is
+    /// judged, never the average). Blocking workers: their threads' time together over as many
+    /// cores as they could use. Time spent waiting for a core is not counted: on a machine
+    /// shared with a local server that wait is the server's load, not the client's work. `None`
+    /// when not measured.
     pub client_busy: Option<f64>,
+    /// The least busy lane's share, so a report can show the spread beside the busiest.
+    pub client_busy_least: Option<f64>,
     /// Whether `client_busy` is the client's own work (async lanes: the client library and
     /// fairbench) and can name the client as the limit. A blocking worker's thread runs
     /// whatever its operation calls, an embedded engine included, so its share is reported
@@ -60,6 +65,17 @@ impl WindowOutcome {
     /// Completed operations per second of window.
     pub fn throughput(&self) -> f64 {
         self.recorder.counts.ok as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The busiest and the least busy of the lanes that ran the workers, from each one's CPU
+    /// time over the window ([`client_busy`](Self::client_busy)).
+    fn busy_spread(&mut self, cpu_ns: &[u64]) {
+        let shares: Vec<f64> = cpu_ns
+            .iter()
+            .filter_map(|&ns| busy_share(ns, self.elapsed.as_nanos(), 1))
+            .collect();
+        self.client_busy = shares.iter().copied().reduce(f64::max);
+        self.client_busy_least = shares.iter().copied().reduce(f64::min);
     }
 
     /// Operations per second the workers actually started, for comparing with the target rate.
@@ -94,6 +110,7 @@ impl WindowPlan {
             stuck_workers: 0,
             client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
             client_busy: None,
+            client_busy_least: None,
             busy_is_the_clients: false,
             target_rate: self.rate_per_s,
         }
@@ -124,7 +141,7 @@ pub async fn run_async<O: Operation + 'static>(
     let (start, contexts) = plan.contexts(workers);
     let lanes = Lanes::shared();
     let busy_lanes = workers.min(lanes.len());
-    let lanes_before = lanes.cpu_ns(busy_lanes);
+    let lanes_before = lanes.cpu_ns_each(busy_lanes);
     let tasks: Vec<_> = ops
         .into_iter()
         .zip(contexts)
@@ -167,9 +184,14 @@ pub async fn run_async<O: Operation + 'static>(
         }
     }
     let mut outcome = plan.outcome(start, workers, cpu_before);
-    let lanes_busy = lanes.cpu_ns(busy_lanes).saturating_sub(lanes_before);
+    let lanes_busy: Vec<u64> = lanes
+        .cpu_ns_each(busy_lanes)
+        .iter()
+        .zip(&lanes_before)
+        .map(|(after, before)| after.saturating_sub(*before))
+        .collect();
     finish(&mut outcome, results, last_end, start);
-    outcome.client_busy = busy_share(lanes_busy, outcome.elapsed.as_nanos(), busy_lanes);
+    outcome.busy_spread(&lanes_busy);
     outcome.busy_is_the_clients = true;
     (returned, outcome)
 }
@@ -217,6 +239,9 @@ pub fn run_blocking<O: BlockingOperation + 'static>(
     }
     let mut outcome = plan.outcome(start, workers, cpu_before);
     finish(&mut outcome, results, last_end, start);
+    // More threads than cores each get a slice of one: their share together, over as many
+    // cores as they could use, says how busy the machine kept them. Never judged (the engine's
+    // work is in it), so no busiest thread either.
     outcome.client_busy = busy_share(threads_busy, outcome.elapsed.as_nanos(), workers);
     (returned, outcome)
 }
@@ -356,6 +381,55 @@ mod tests {
         let (_, blocking) = run_blocking(sleepers, &plan(300, 1_000));
         let idle = blocking.client_busy.unwrap();
         assert!(idle < 0.2 && !blocking.busy_is_the_clients, "{idle}");
+    }
+
+    /// Spins on its lane, or only waits: one saturated lane beside an idle one.
+    struct OneOfEach {
+        spin: bool,
+    }
+
+    impl Operation for OneOfEach {
+        async fn call(&mut self, seq: u64) -> Result<(), OpError> {
+            if self.spin {
+                Spinner.call(seq).await
+            } else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(())
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_busiest_lane_is_judged_not_the_average_of_the_lanes() {
+        let lanes = Lanes::shared();
+        if lanes.len() < 2 {
+            return;
+        }
+        let before = lanes.cpu_ns_each(2);
+        let ops = vec![OneOfEach { spin: true }, OneOfEach { spin: false }];
+        let (_, outcome) = run_async(ops, &plan(300, 1_000)).await;
+        let elapsed = outcome.elapsed.as_nanos() as f64;
+        let shares: Vec<f64> = lanes
+            .cpu_ns_each(2)
+            .iter()
+            .zip(&before)
+            .map(|(after, before)| after.saturating_sub(*before) as f64 / elapsed)
+            .collect();
+        let (busiest, mean) = (shares[0].max(shares[1]), (shares[0] + shares[1]) / 2.0);
+        assert!(
+            busiest - mean > 0.1,
+            "the spinning lane was not busier: {shares:?}"
+        );
+        let busy = outcome.client_busy.unwrap();
+        assert!(
+            (busy - busiest).abs() < 0.05,
+            "{busy} judged; lanes {shares:?}"
+        );
+        let least = outcome.client_busy_least.unwrap();
+        assert!(
+            (least - shares[0].min(shares[1])).abs() < 0.05,
+            "{least}; lanes {shares:?}"
+        );
     }
 
     fn plan(duration_ms: u64, ceiling_ms: u64) -> WindowPlan {

@@ -218,6 +218,7 @@ fn outcome(start: Instant, cpu_before: u64, tallies: Vec<Tally>) -> WindowOutcom
         stuck_workers: 0,
         client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
         client_busy: None,
+        client_busy_least: None,
         busy_is_the_clients: false,
         target_rate: None,
     }

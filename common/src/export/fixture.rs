@@ -65,6 +65,7 @@ fn window(random: &mut Lcg, throughput: f64, latency_ns: f64, per_second: u64) -
         stuck_workers: 0,
         client_cpu_ns: 0,
         client_busy: None,
+        client_busy_least: None,
         busy_is_the_clients: false,
         target_rate: None,
     }

@@ -160,6 +160,10 @@ pub fn combine_cell(forks: &[(&ForkRun, Option<&Cell>)]) -> Cell {
         .iter()
         .filter_map(|(_, c)| c.client_busy)
         .reduce(f64::max);
+    cell.client_busy_least = present
+        .iter()
+        .filter_map(|(_, c)| c.client_busy_least)
+        .reduce(f64::min);
     cell
 }
 

@@ -86,12 +86,22 @@ pub fn median_and_range(t: &Throughput) -> String {
     }
 }
 
-/// How busy the client was beside a figure (` · client 34%`), so a reader sees how close the
-/// client came to being the limit; nothing when it was not measured.
+/// How busy the client's busiest lane was beside a figure (` · client 34%`), so a reader sees
+/// how close the client came to being the limit, with the least busy lane's share when the
+/// lanes were not alike (` · client 92% (lanes 41–92%)`); nothing when it was not measured.
 pub fn client_share(cell: &Cell) -> String {
-    cell.client_busy
-        .map(|busy| format!(" · client {:.0}%", busy * 100.0))
-        .unwrap_or_default()
+    let Some(busy) = cell.client_busy else {
+        return String::new();
+    };
+    match cell.client_busy_least.filter(|least| busy - least >= 0.05) {
+        Some(least) => format!(
+            " · client {:.0}% (lanes {:.0}–{:.0}%)",
+            busy * 100.0,
+            least * 100.0,
+            busy * 100.0
+        ),
+        None => format!(" · client {:.0}%", busy * 100.0),
+    }
 }
 
 /// The main table: median throughput per workload and system, with the round spread and how

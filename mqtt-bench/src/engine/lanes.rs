@@ -1,7 +1,9 @@
 //! The client's own cost, read from its lanes' threads (each lane reads its own
 //! `/proc/thread-self/schedstat`): CPU time and run-queue waiting in nanoseconds, apart from
 //! an embedded broker's threads and from the rest of the process, and how busy the busiest
-//! lane was, which is what says whether the client was the limit.
+//! lane was, which is what says whether the client was the limit. Busy means on a CPU, as in
+//! `common` and every other tool: time spent runnable but waiting for a core is shown apart and
+//! never counted as the client's work (on a machine shared with the broker it is the broker's).
 
 use std::time::{Duration, Instant};
 
@@ -38,18 +40,24 @@ pub struct LaneClock {
 pub struct LaneUsage {
     /// CPU time of all lanes together.
     pub cpu_ns: u64,
-    /// Per lane: CPU time as a share of the window.
-    pub cpu_share: Vec<f64>,
-    /// Per lane: CPU time plus time spent runnable but waiting for a CPU (another process had
-    /// it), as a share of the window. At 0.9 or more the lane wanted the CPU all the time.
+    /// Per lane: its time on a CPU as a share of the window. At 0.9 or more the lane was the
+    /// limit ([`common::protocol::CLIENT_LIMIT`]).
     pub busy_share: Vec<f64>,
+    /// Per lane: time spent runnable but waiting for a CPU (another process had it), as a share
+    /// of the window.
+    pub waiting_share: Vec<f64>,
     pub elapsed_s: f64,
 }
 
 impl LaneUsage {
-    /// The busiest lane's share of the window spent on or waiting for a CPU.
+    /// The busiest lane's share of the window spent on a CPU.
     pub fn busiest(&self) -> f64 {
         self.busy_share.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The least busy lane's share, for the spread beside the busiest.
+    pub fn least_busy(&self) -> Option<f64> {
+        self.busy_share.iter().copied().reduce(f64::min)
     }
 
     /// The CPU share of the lane of the `slot`-th client (lanes are taken round-robin).
@@ -83,8 +91,8 @@ impl LaneClock {
             let cpu = cpu1.saturating_sub(cpu0);
             let wait = wait1.saturating_sub(wait0);
             usage.cpu_ns += cpu;
-            usage.cpu_share.push(cpu as f64 / window_ns);
-            usage.busy_share.push((cpu + wait) as f64 / window_ns);
+            usage.busy_share.push(cpu as f64 / window_ns);
+            usage.waiting_share.push(wait as f64 / window_ns);
         }
         usage
     }
@@ -117,7 +125,12 @@ mod tests {
         let usage = clock.finish(opened).await;
         assert_eq!(usage.busy_share.len(), lanes.len());
         assert!(usage.cpu_ns >= 10_000_000, "{usage:?}");
-        // On a quiet machine the spinning lane is near 1; on a loaded one it waited instead.
-        assert!(usage.busy_of(0) > 0.5, "{usage:?}");
+        // 20 ms of CPU time on lane 0: busy is time on a CPU, whatever the lane waited.
+        let window_s = usage.elapsed_s;
+        assert!(usage.busy_of(0) * window_s >= 0.019, "{usage:?}");
+        assert!(
+            usage.busy_of(0) + usage.waiting_share[0] <= 1.05,
+            "waiting was counted as busy: {usage:?}"
+        );
     }
 }

@@ -17,7 +17,7 @@ pub use sweep::{render_sweep_svg, sweep_table};
 use std::time::Duration;
 
 use common::export::ToolReport;
-use common::human::{format_bytes, format_latency_ns, format_rate};
+use common::human::{format_bytes, format_latency_ns, format_rate, format_thousands};
 use common::report::{Table, judge, median_and_range, problems, run_line};
 use common::results::{Cell, Metric, Report, Status, SystemInfo, VerdictKind};
 
@@ -97,8 +97,11 @@ fn latency_headline(cell: &Cell) -> String {
     )
 }
 
-/// ` · lost N · missed ticks M` for a paced cell that lost messages or missed ticks over its
-/// measured rounds, whatever its status: what shaped the figure beside it.
+/// What shaped a paced cell's figure over its measured rounds, whatever its status: the
+/// messages lost (` · lost N`), and when sends started after their tick, how late as a
+/// distribution (` · sent late p50 8 µs / p99 1.20 ms, 1,204 of 159,849 by more than their
+/// interval`). At a high rate an interval is microseconds, so most sends can be "late" by more
+/// than one while the rate is still met: the lateness, not the count, says whether that matters.
 fn pacing_suffix(cell: &Cell) -> String {
     if cell.target_rate.is_none() {
         return String::new();
@@ -108,12 +111,29 @@ fn pacing_suffix(cell: &Cell) -> String {
         .get("delivery")
         .and_then(|d| d["lost"].as_u64())
         .unwrap_or(0);
-    let missed = cell.missed_ticks.unwrap_or(0);
-    if lost > 0 || missed > 0 {
-        format!(" · lost {lost} · missed ticks {missed}")
-    } else {
-        String::new()
+    let mut suffix = String::new();
+    if lost > 0 {
+        suffix.push_str(&format!(" · lost {lost}"));
     }
+    let missed = cell.missed_ticks.unwrap_or(0);
+    if missed > 0 {
+        let sent = cell.extra.get("delivery").and_then(|d| d["sent"].as_u64());
+        let of = sent.map_or(String::new(), |n| {
+            format!(" of {}", format_thousands(n as f64))
+        });
+        let late = cell.schedule_lag_ns.map_or(String::new(), |lag| {
+            format!(
+                "p50 {} / p99 {}, ",
+                format_latency_ns(lag.p50),
+                format_latency_ns(lag.p99)
+            )
+        });
+        suffix.push_str(&format!(
+            " · sent late {late}{}{of} by more than their interval",
+            format_thousands(missed as f64)
+        ));
+    }
+    suffix
 }
 
 /// A cell's headline: the median rate with its round range, or for latency rows

@@ -2,7 +2,8 @@
 //! delivered twice is an error, a message never sent is an invalid result, a publish the broker
 //! refused is counted with its reason; a paced publisher that fell short is `client-limited`
 //! only when its lane was busy for 90% of the window, else the broker did not take the target
-//! (said, with the achieved rate, as a result of the broker).
+//! (said, with the achieved rate, as a result of the broker). Every window, closed loop too,
+//! hands its busiest lane to `common`'s judgement, which names the client as the limit at 90%.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,9 +17,8 @@ use super::{RoundOutcome, Row};
 use crate::engine::WindowResult;
 use crate::session::Measured;
 
-/// A lane busy (on a CPU, or runnable and waiting for one) at least this share of the window
-/// was the limit.
-pub const CLIENT_BUSY: f64 = 0.9;
+/// A lane busy (on a CPU) at least this share of the window was the limit: `common`'s limit.
+pub const CLIENT_BUSY: f64 = common::protocol::CLIENT_LIMIT;
 /// A paced publisher fell short when it published less than this share of its rate.
 const SHORT: f64 = 0.95;
 
@@ -83,8 +83,9 @@ pub fn outcome(m: &Measured, count: u64, elapsed: Duration) -> WindowOutcome {
         elapsed: elapsed.max(Duration::from_nanos(1)),
         stuck_workers: m.result.stuck,
         client_cpu_ns: m.client_cpu_ns,
-        client_busy: None,
-        busy_is_the_clients: false,
+        client_busy: (!m.result.lanes.busy_share.is_empty()).then(|| m.result.lanes.busiest()),
+        client_busy_least: m.result.lanes.least_busy(),
+        busy_is_the_clients: true,
         target_rate: None,
     }
 }
@@ -105,6 +106,7 @@ pub fn detail(m: &Measured, figure_per_s: f64) -> serde_json::Value {
         "delivery": r.delivery,
         "client_cpu_ns_per_msg": m.client_cpu_ns as f64 / messages,
         "client_busy_share": r.lanes.busy_share,
+        "client_waiting_share": r.lanes.waiting_share,
         "broker_cpu_ns_per_msg": m.usage.cpu_ns.map(|ns| ns as f64 / messages),
         "broker_peak_rss_bytes": m.usage.peak_rss_bytes,
         "client_peak_rss_bytes": m.usage.client_peak_rss_bytes,

@@ -73,6 +73,7 @@ pub async fn round(row: &Row, ctx: &mut Ctx<'_>, label: &str) -> Result<RoundOut
             stuck_workers: 0,
             client_cpu_ns: lanes.cpu_ns,
             client_busy: None,
+            client_busy_least: None,
             busy_is_the_clients: false,
             target_rate: None,
         },

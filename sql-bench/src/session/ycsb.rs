@@ -414,6 +414,7 @@ impl Loaded {
             client_cpu_ns: process_cpu_ns().saturating_sub(cpu_before),
             // The load's threads are not clocked: how busy the client was is not measured.
             client_busy: None,
+            client_busy_least: None,
             busy_is_the_clients: false,
             target_rate: None,
         }
