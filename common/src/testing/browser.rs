@@ -2,7 +2,9 @@
 //! `file://` URL with every host name unresolvable (nothing may come from the network), and the
 //! check fails on any console message or uncaught error in its log, parses the DOM it dumps and
 //! requires drawn marks (`data-system`, coordinates that are numbers) for every system in each
-//! `data-chart` SVG, then takes a screenshot. Missing chromium fails the test when servers are
+//! `data-chart` SVG, then takes a screenshot. A chart's own list of its systems does not excuse
+//! it: every system the caller names must be drawn in some chart, and in the throughput chart
+//! ([`MAIN_CHART`]) when the page has one. Missing chromium fails the test when servers are
 //! required (`scripts/install-servers chromium` installs it) and skips it with a note otherwise.
 
 use std::collections::BTreeSet;
@@ -17,6 +19,9 @@ use crate::results::Status;
 
 /// Longest one chromium run may take.
 const DEADLINE: Duration = Duration::from_secs(90);
+
+/// The chart every system with a throughput figure must be drawn in.
+pub const MAIN_CHART: &str = "throughput-rounds";
 
 /// The tags that draw a mark.
 const MARKS: [&str; 7] = [
@@ -44,10 +49,9 @@ pub fn assert_html_renders(dir: &Path) {
         .iter()
         .map(|s| s.name.clone())
         .filter(|name| {
-            report
-                .cells
-                .iter()
-                .any(|c| &c.system == name && c.status == Status::Ok)
+            report.cells.iter().any(|c| {
+                &c.system == name && c.status == Status::Ok && c.usable_throughput().is_some()
+            })
         })
         .collect();
     let html = dir.join("report.html");
@@ -107,6 +111,7 @@ pub fn check_page(
         }
         drawn.push(format!("{} ({} systems)", chart.name, chart.marks.len()));
     }
+    coverage(&charts, systems)?;
     let mut shot = String::new();
     if let Some(png) = screenshot {
         let _ = std::fs::remove_file(png);
@@ -265,6 +270,31 @@ struct Chart {
     broken: Option<String>,
 }
 
+/// Whether every one of `systems` is drawn in some chart and in the [`MAIN_CHART`] when there is
+/// one, whatever the charts say they draw.
+fn coverage(charts: &[Chart], systems: &[String]) -> Result<(), String> {
+    let nowhere: Vec<&String> = systems
+        .iter()
+        .filter(|s| !charts.iter().any(|c| c.marks.contains(*s)))
+        .collect();
+    if !nowhere.is_empty() {
+        return Err(format!("no chart draws {nowhere:?}"));
+    }
+    for chart in charts.iter().filter(|c| c.name == MAIN_CHART) {
+        let left_out: Vec<&String> = systems
+            .iter()
+            .filter(|s| !chart.marks.contains(*s))
+            .collect();
+        if !left_out.is_empty() {
+            return Err(format!(
+                "chart `{MAIN_CHART}` leaves out {left_out:?} (it says it draws {:?})",
+                chart.declared.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The end of the tag that starts at `at` (the index of its `>`), quotes respected.
 fn tag_end(dom: &str, at: usize) -> usize {
     let mut quoted = false;
@@ -411,6 +441,25 @@ mod tests {
         );
         assert_eq!(charts[0].marks.iter().collect::<Vec<_>>(), ["a"]);
         assert!(charts[0].broken.as_deref().unwrap().contains("NaN"));
+        // A system no chart draws fails, whatever each chart says it draws; so does one the
+        // throughput chart leaves out of its own list.
+        let named = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(coverage(&charts, &named(&["a"])).is_ok());
+        let error = coverage(&charts, &named(&["a", "c"])).unwrap_err();
+        assert!(error.contains("no chart draws [\"c\"]"), "{error}");
+        let main = PAGE
+            .replace("data-chart=\"c\"", &format!("data-chart=\"{MAIN_CHART}\""))
+            .replace("[&quot;a&quot;,&quot;b&quot;]", "[&quot;a&quot;]")
+            .replace("MARK_B", "");
+        let mut both = super::charts(&main);
+        both.push(Chart {
+            name: "other".into(),
+            declared: None,
+            marks: BTreeSet::from(["b".to_owned()]),
+            broken: None,
+        });
+        let error = coverage(&both, &named(&["a", "b"])).unwrap_err();
+        assert!(error.contains("leaves out [\"b\"]"), "{error}");
         assert!(static_check("<script src=\"https://cdn.x/d3.js\">").is_err());
         assert!(static_check("<svg xmlns=\"http://www.w3.org/2000/svg\">").is_ok());
         assert_eq!(file_url(Path::new("/")).unwrap(), "file:///");
