@@ -257,6 +257,7 @@ impl Windows<'_> {
             Some(c) => c.read().await,
             None => None,
         };
+        progress.window(format!("{} · {name} · {label}", row.name), common.duration);
         let ran = workloads::run_round(row, &mut ctx, &label).await;
         if let Some(e) = self.gate.close().await {
             return Err(e);

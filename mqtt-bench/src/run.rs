@@ -90,6 +90,7 @@ pub async fn run(opts: Opts, interrupt: Arc<AtomicBool>) -> anyhow::Result<Summa
         gate: Gate::new(worker),
     };
     let common = &opts.common;
+    run.plan_progress(common, rows.len() * systems.len());
     for (row, round, system) in measure::steps(&rows, systems.len(), common.warmup, common.rounds) {
         if run.interrupted() {
             break;

@@ -149,6 +149,11 @@ async fn measure(
         .iter()
         .map(|f| f.category())
         .collect();
+    let modes: Vec<&crate::targets::Mode> = systems
+        .iter()
+        .flat_map(|s| s.lanes.iter().map(|l| &l.mode))
+        .collect();
+    run.plan_progress(sweep.common, sweep.planned_cells(&plan.variants, &modes));
     let scan = exact::open(sweep.data, &categories, connections).await?;
     baseline::measure(sweep, exact::NAME, scan, run, worker).await?;
     let last = plan.variants.len().saturating_sub(1);

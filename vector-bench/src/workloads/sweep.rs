@@ -110,6 +110,23 @@ impl Sweep<'_> {
         points
     }
 
+    /// The cells the run will measure, for its overall progress line: the exact scan's (one per
+    /// k and query family), then per variant each point on every lane whose mode applies.
+    pub fn planned_cells(&self, variants: &[Variant], modes: &[&Mode]) -> usize {
+        let baseline = self.ks.len() * self.truths.filters().len();
+        let swept: usize = variants
+            .iter()
+            .flat_map(|v| self.points(*v))
+            .map(|p| {
+                modes
+                    .iter()
+                    .filter(|m| m.applies(p.key.variant, p.key.filter))
+                    .count()
+            })
+            .sum();
+        baseline + swept
+    }
+
     /// Measures every point of `variant` on every lane with open sessions, then checks that
     /// each curve's ef took effect. Returns early, with what was measured recorded, when the
     /// run is interrupted.
