@@ -142,7 +142,7 @@ fn start() -> Result<EmbeddedBroker, TargetError> {
         id: 0,
         router: RouterConfig {
             max_connections: 10_010,
-            max_outgoing_packet_count: 200,
+            max_outgoing_packet_count: 2_000,
             max_segment_size: SEGMENT_BYTES,
             max_segment_count: SEGMENTS,
             ..RouterConfig::default()
